@@ -1,0 +1,72 @@
+"""Anchors of Sec. "Global Structure Learning": per manifold layer, the source class means
+:math:`\\bar H^s_l` ``[c, d_l]`` and the source mean :math:`\\bar h^s_l` ``[d_l]`` (constants in the losses),
+plus the mean target prediction used by the partial class weights (Eq. ClassWeight).
+
+Two ways to obtain them (config ``anchor_mode``):
+
+* ``full_pass`` - Algorithm DMP: every ``T_up`` iterations, a no-grad pass (eval mode) over the whole source
+  set (and, in the partial setting, the whole target set).
+* ``accumulate`` - the authors' earlier DRMEA code: running sums over the training batches since the last
+  refresh; no extra pass. Until the first refresh there are no anchors and the discriminative terms are off.
+"""
+from __future__ import annotations
+
+import torch
+
+
+class Anchors:
+    """Holds the current anchors and (for ``accumulate``) the running sums since the last refresh."""
+
+    def __init__(self, num_classes: int, dims: list[int]):
+        self.num_classes, self.dims = num_classes, list(dims)
+        self.class_means: list[torch.Tensor] | None = None
+        self.means: list[torch.Tensor] | None = None
+        self.mean_prediction: torch.Tensor | None = None
+        self._reset_sums()
+
+    # -- accumulation ----------------------------------------------------------------------------------
+    def _reset_sums(self):
+        c = self.num_classes
+        self._sum = [torch.zeros(c, d, dtype=torch.float64) for d in self.dims]
+        self._count = torch.zeros(c, dtype=torch.float64)
+        self._pred_sum = torch.zeros(c, dtype=torch.float64)
+        self._pred_count = 0
+
+    @torch.no_grad()
+    def add_source(self, feats: list[torch.Tensor], y: torch.Tensor):
+        onehot = torch.nn.functional.one_hot(y.cpu(), self.num_classes).double()
+        for s, h in zip(self._sum, feats):
+            s += onehot.t() @ h.detach().cpu().double()
+        self._count += onehot.sum(0)
+
+    @torch.no_grad()
+    def add_target(self, probs: torch.Tensor):
+        self._pred_sum += probs.detach().cpu().double().sum(0)
+        self._pred_count += probs.shape[0]
+
+    def refresh_from_sums(self):
+        """Turn the running sums into anchors and reset them. Classes never seen keep a zero mean."""
+        if self._count.sum() > 0:
+            n = self._count.clamp_min(1).unsqueeze(1)
+            self.class_means = [(s / n).float() for s in self._sum]
+            self.means = [(s.sum(0) / self._count.sum()).float() for s in self._sum]
+        if self._pred_count:
+            self.mean_prediction = (self._pred_sum / self._pred_count).float()
+        self._reset_sums()
+
+    @property
+    def ready(self) -> bool:
+        return self.class_means is not None
+
+    # -- checkpointing ---------------------------------------------------------------------------------
+    def state_dict(self):
+        return {k: getattr(self, k) for k in ("class_means", "means", "mean_prediction", "_sum", "_count",
+                                              "_pred_sum", "_pred_count")}
+
+    def load_state_dict(self, state):
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def on(self, device):
+        """Anchors as tensors on ``device`` (lists per layer)."""
+        return ([m.to(device) for m in self.class_means], [m.to(device) for m in self.means])

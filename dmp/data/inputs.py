@@ -1,0 +1,226 @@
+"""What the trainer reads: torch datasets for image lists, in-memory arrays and precomputed features, the
+paper's image transforms, and a deterministic batch stream.
+
+Every sample is fetched as ``dataset[(index, seed)]``: the random augmentation of a sample is drawn from
+``seed`` alone, and the seed of the ``j``-th sample of iteration ``t`` depends only on ``(run seed, domain,
+t, j)``. Batches are therefore identical whatever the number of DataLoader workers and whether the run
+was resumed, which is what makes a resumed run end with the same numbers as an uninterrupted one.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def image_transforms(train: bool, resize: int = 256, crop: int = 224):
+    """The paper's protocol: train = resize to ``resize x resize``, random ``crop``, horizontal flip;
+    test = resize, centre crop; both normalised with the ImageNet statistics."""
+    from torchvision import transforms as T
+
+    steps = [T.Resize((resize, resize))]
+    steps += [T.RandomCrop(crop), T.RandomHorizontalFlip()] if train else [T.CenterCrop(crop)]
+    steps += [T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
+    return T.Compose(steps)
+
+
+def _sample_key(key):
+    return key if isinstance(key, tuple) else (key, None)
+
+
+class ImageListDataset(Dataset):
+    """Images listed in a text file of ``relative/path label`` lines (relative to ``root``).
+
+    ``cache=True`` keeps the decoded images in memory (small datasets such as the demo)."""
+
+    def __init__(self, root, list_file, transform, cache: bool = False):
+        self.root, self.transform, self.cache = Path(root), transform, {} if cache else None
+        self.paths, labels = [], []
+        with open(list_file) as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    path, label = line.rsplit(None, 1)
+                    labels.append(int(label))
+                except ValueError:
+                    raise ValueError(f"{list_file}:{n}: expected 'relative/path label', got {line!r}")
+                self.paths.append(path)
+        self.labels = torch.tensor(labels, dtype=torch.long)
+        if not self.paths:
+            raise ValueError(f"{list_file} lists no images")
+        first = self.root / self.paths[0]
+        if not first.is_file():
+            raise FileNotFoundError(f"image {first} (first entry of {list_file}) does not exist: the dataset is "
+                                    f"not in place under {self.root}; see `python -m dmp data fetch --help`")
+
+    def __len__(self):
+        return len(self.paths)
+
+    def _load(self, i):
+        from PIL import Image
+
+        if self.cache is not None and i in self.cache:
+            return self.cache[i]
+        with Image.open(self.root / self.paths[i]) as img:
+            img = img.convert("RGB")
+        if self.cache is not None:
+            self.cache[i] = img
+        return img
+
+    def __getitem__(self, key):
+        i, seed = _sample_key(key)
+        img = self._load(i)
+        if seed is None:
+            return self.transform(img), self.labels[i]
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return self.transform(img), self.labels[i]
+
+
+class TensorDataset(Dataset):
+    """Arrays already in memory (precomputed features ``[N, D]`` or small images ``[N, C, H, W]``)."""
+
+    def __init__(self, x, y):
+        self.x = torch.as_tensor(np.asarray(x), dtype=torch.float32)
+        self.labels = torch.as_tensor(np.asarray(y), dtype=torch.long)
+        if len(self.x) != len(self.labels):
+            raise ValueError(f"{len(self.x)} samples but {len(self.labels)} labels")
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, key):
+        i, _ = _sample_key(key)
+        return self.x[i], self.labels[i]
+
+    def batch(self, idx):
+        """Fast path: gather a whole batch without a DataLoader."""
+        idx = torch.as_tensor(idx)
+        return self.x[idx], self.labels[idx]
+
+
+@dataclasses.dataclass
+class Task:
+    """The data of one transfer task."""
+    source_train: Dataset
+    source_eval: Dataset
+    target_train: Dataset
+    target_eval: Dataset
+    classes: list[str]
+    in_channels: int = 3
+    in_dim: int | None = None
+    dataset_version: str = "unknown"
+
+    @property
+    def num_classes(self):
+        return len(self.classes)
+
+
+def _mix(*ints) -> int:
+    """A stable 63-bit hash of a few integers (independent of PYTHONHASHSEED)."""
+    h = 0x9E3779B97F4A7C15
+    for v in ints:
+        h = ((h ^ (int(v) & 0xFFFFFFFFFFFFFFFF)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+        h ^= h >> 31
+    return h & 0x7FFFFFFFFFFFFFFF
+
+
+class BatchStream:
+    """Deterministic infinite stream of batches of one domain: position ``q`` of the stream is sample
+    ``perm_e[q mod n]`` with ``perm_e`` a permutation drawn from ``(seed, stream id, epoch e)``; iteration
+    ``t`` takes positions ``[t b, (t + 1) b)``. Each sample also gets its own augmentation seed."""
+
+    def __init__(self, dataset, batch_size: int, seed: int, stream_id: int, num_workers: int = 0):
+        self.dataset, self.b, self.seed, self.sid = dataset, batch_size, seed, stream_id
+        self.n, self.num_workers = len(dataset), num_workers
+        self._perms: dict[int, torch.Tensor] = {}
+
+    def _perm(self, epoch):
+        if epoch not in self._perms:
+            if len(self._perms) > 2:
+                self._perms.pop(min(self._perms))
+            g = torch.Generator().manual_seed(_mix(self.seed, self.sid, epoch))
+            self._perms[epoch] = torch.randperm(self.n, generator=g)
+        return self._perms[epoch]
+
+    def keys(self, t: int):
+        """The ``(index, augmentation seed)`` pairs of iteration ``t``."""
+        keys = []
+        for j, q in enumerate(range(t * self.b, (t + 1) * self.b)):
+            keys.append((int(self._perm(q // self.n)[q % self.n]), _mix(self.seed, self.sid, t, j, 1)))
+        return keys
+
+    def iterate(self, start: int, stop: int):
+        """Yield ``(x, y)`` for iterations ``start .. stop-1``."""
+        if isinstance(self.dataset, TensorDataset):
+            for t in range(start, stop):
+                yield self.dataset.batch([i for i, _ in self.keys(t)])
+            return
+        loader = DataLoader(self.dataset, batch_sampler=_KeySampler(self, start, stop),
+                            num_workers=self.num_workers, persistent_workers=False)
+        yield from loader
+
+
+class _KeySampler:
+    def __init__(self, stream, start, stop):
+        self.stream, self.start, self.stop = stream, start, stop
+
+    def __iter__(self):
+        for t in range(self.start, self.stop):
+            yield self.stream.keys(t)
+
+    def __len__(self):
+        return self.stop - self.start
+
+
+def eval_loader(dataset, batch_size: int, num_workers: int = 0):
+    """Sequential, no augmentation randomness (eval transforms)."""
+    if isinstance(dataset, TensorDataset):
+        return (dataset.batch(range(i, min(i + batch_size, len(dataset))))
+                for i in range(0, len(dataset), batch_size))
+    return DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)
+
+
+def _standardize(source_x, *others):
+    mu = source_x.mean(0, keepdims=True)
+    sd = source_x.std(0, keepdims=True) + 1e-6
+    return [(a - mu) / sd for a in (source_x, *others)]
+
+
+def build_task(cfg) -> Task:
+    """Resolve ``cfg`` (dataset, source, target, splits) through the dataset registry into a :class:`Task`."""
+    from . import registry
+
+    spec = registry.get_dataset(cfg["dataset"])
+    names = [d.name for d in spec.domains]
+    for key in ("source", "target"):
+        if cfg[key] not in names:
+            raise ValueError(f"config key {key!r}: unknown domain {cfg[key]!r} of dataset {spec.name}; "
+                             f"known: {', '.join(names)}")
+    version = registry.dataset_version(spec.name)
+    classes = list(spec.classes)
+    src, tgt = (cfg["source"], cfg["source_split"]), (cfg["target"], cfg["target_split"])
+    if spec.kind == "images":
+        root = registry.data_root(spec.name)
+        train_tf = image_transforms(True, cfg["resize"], cfg["crop"])
+        test_tf = image_transforms(False, cfg["resize"], cfg["crop"])
+        small = spec.name == "demo"
+
+        def images(domain_split, tf):
+            return ImageListDataset(root, registry.list_file(spec.name, *domain_split), tf, cache=small)
+        return Task(images(src, train_tf), images(src, test_tf), images(tgt, train_tf), images(tgt, test_tf),
+                    classes, 3, None, version)
+    xs, ys = registry.load_arrays(spec.name, *src)
+    xt, yt = registry.load_arrays(spec.name, *tgt)
+    xs, xt = np.asarray(xs, np.float32), np.asarray(xt, np.float32)
+    if cfg["standardize"]:
+        xs, xt = _standardize(xs, xt)
+    s, t = TensorDataset(xs, ys), TensorDataset(xt, yt)
+    in_channels = xs.shape[1] if xs.ndim == 4 else 1
+    return Task(s, s, t, t, classes, in_channels, xs.shape[1] if xs.ndim == 2 else None, version)

@@ -1,0 +1,38 @@
+"""Target intra-class similarity loss (paper Sec. "Target Intra-Class Similarity" and Eq. WeightedIntraLoss)."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def intra_class_loss(h_t: torch.Tensor, p_t: torch.Tensor, class_means: torch.Tensor, k: int = 1,
+                     class_weights: torch.Tensor | None = None, eps: float = 1e-8) -> torch.Tensor:
+    r"""Top-k truncated, soft-label weighted intra-class loss, Eq. (IntraLoss&Truncated) / Eq. (WeightedIntraLoss).
+
+    .. math::
+        s^w_{ij} = \frac{\bar{h}^{s\,T}_i h^t_j}{\|\bar{h}^s_i\| \|h^t_j\|}, \qquad
+        \mathcal{L}_{intra} = -\frac{1}{n^t k} \sum_{i=1}^{c} w_i \sum_{j=1}^{n^t} \chi_{ij}\, p^t_{ij}\, s^w_{ij}
+
+    with :math:`\chi_{ij} = 1` iff class ``i`` is among the ``k`` largest entries of :math:`p^t_j`.
+    With ``class_weights=None`` every :math:`w_i = 1`, which is exactly Eq. (IntraLoss&Truncated).
+    The anchors :math:`\bar{H}^s` (``class_means``) are constants (detached); gradients flow into both
+    ``h_t`` and ``p_t`` (the paper's gradient, Sec. "Optimization and Algorithm", has both terms).
+
+    Args:
+        h_t: ``[n, d]`` target features of one manifold layer.
+        p_t: ``[n, c]`` target softmax predictions.
+        class_means: ``[c, d]`` source class-mean anchors.
+        k: Top-k truncation, ``1 <= k <= c``.
+        class_weights: ``[c]`` weights :math:`w` (partial setting) or ``None``.
+    Returns:
+        A scalar.
+    """
+    n, c = p_t.shape
+    if not 1 <= k <= c:
+        raise ValueError(f"k must be in [1, {c}], got {k}")
+    s_w = F.normalize(h_t, dim=1, eps=eps) @ F.normalize(class_means.detach(), dim=1, eps=eps).t()  # [n, c]
+    chi = torch.zeros_like(p_t).scatter_(1, p_t.detach().topk(k, dim=1).indices, 1.0)
+    terms = chi * p_t * s_w
+    if class_weights is not None:
+        terms = terms * class_weights.detach().to(terms.dtype).unsqueeze(0)
+    return -terms.sum() / (n * k)

@@ -1,0 +1,46 @@
+"""The DMP network: backbone -> manifold layers -> classifier (paper Fig. "network", Sec. "Low-Dimensional
+Manifold Layers")."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def manifold_layers(in_dim: int, dims: list[int]) -> nn.ModuleList:
+    """Linear -> BatchNorm1d -> activation per layer: LeakyReLU(0.2) for all but the last, Tanh for the last
+    (the paper's two layers: 1024-d LeakyReLU, 512-d Tanh)."""
+    layers = nn.ModuleList()
+    for i, d in enumerate(dims):
+        act = nn.Tanh() if i == len(dims) - 1 else nn.LeakyReLU(0.2)
+        layers.append(nn.Sequential(nn.Linear(in_dim, d), nn.BatchNorm1d(d), act))
+        in_dim = d
+    return layers
+
+
+class DMPNet(nn.Module):
+    """``forward(x) -> (features, logits)`` with ``features`` the list of manifold-layer outputs ``[n, d_l]``."""
+
+    def __init__(self, backbone: nn.Module, backbone_dim: int, dims: list[int], num_classes: int):
+        super().__init__()
+        self.backbone = backbone
+        self.manifold = manifold_layers(backbone_dim, dims)
+        self.classifier = nn.Linear(dims[-1], num_classes)
+
+    def forward(self, x: torch.Tensor):
+        h = self.backbone(x)
+        feats = []
+        for layer in self.manifold:
+            h = layer(h)
+            feats.append(h)
+        return feats, self.classifier(h)
+
+    def param_groups(self, lr: float, backbone_lr_mult: float):
+        """Backbone at ``backbone_lr_mult * lr`` (paper: 0.1x), new layers at ``lr``. Each group stores its
+        base lr in ``initial_lr`` for the schedule."""
+        head = list(self.manifold.parameters()) + list(self.classifier.parameters())
+        groups = [{"params": head, "lr": lr, "initial_lr": lr}]
+        backbone = [p for p in self.backbone.parameters() if p.requires_grad]
+        if backbone:
+            groups.insert(0, {"params": backbone, "lr": lr * backbone_lr_mult,
+                              "initial_lr": lr * backbone_lr_mult})
+        return groups

@@ -1,0 +1,33 @@
+"""Training: :func:`train` runs one configured task end to end (resumable)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from ..config import resolve
+from .trainer import Trainer
+
+
+def train(user_cfg: dict, out, task=None, progress: bool = True, stop_after: int | None = None):
+    """Resolve ``user_cfg``, build the task's data (unless ``task`` is given), train into ``out``.
+
+    Returns the metrics dict, or ``None`` when stopped early by ``stop_after``. A finished run
+    (``out/metrics.json`` with status complete and the same config) is not trained again."""
+    cfg = resolve(user_cfg)
+    out = Path(out)
+    done = out / "metrics.json"
+    if done.exists():
+        metrics = json.loads(done.read_text())
+        if metrics.get("status") == "complete" and metrics.get("config") == cfg:
+            return metrics
+    if task is None:
+        from ..data.inputs import build_task
+        task = build_task(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=True))
+    return Trainer(cfg, task, out, progress=progress).run(stop_after=stop_after)
+
+
+__all__ = ["Trainer", "train"]
