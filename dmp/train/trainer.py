@@ -45,6 +45,13 @@ def seed_everything(seed: int, deterministic: bool = True):
         torch.backends.cudnn.benchmark = False
 
 
+def start_iteration(value, iters_per_epoch: int) -> int:
+    """``intra_start`` / ``inter_start``: an iteration count, or ``"<E>ep"`` for E source epochs."""
+    if isinstance(value, str):
+        return int(round(float(value[:-2]) * iters_per_epoch))
+    return int(value)
+
+
 def alignment_loss(metric: str, h_s, h_t, cfg) -> torch.Tensor:
     """``L_align^l`` for one layer with the configured manifold metric (Eqs. GrassMetric, AffineGrassMetric,
     LogEucMetric)."""
@@ -57,8 +64,10 @@ def alignment_loss(metric: str, h_s, h_t, cfg) -> torch.Tensor:
     raise ConfigError(f"config key 'metric': unknown metric {metric!r}")
 
 
-def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors: Anchors, weights, device):
+def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors: Anchors, weights, device, iters_per_epoch=1):
     """The DMP terms of one iteration; returns a dict of (unweighted) scalar tensors."""
+    inter_start = start_iteration(cfg["inter_start"], iters_per_epoch)
+    intra_start = start_iteration(cfg["intra_start"], iters_per_epoch)
     method, c = cfg["method"], p_t.shape[1]
     zero = feats_s[0].sum() * 0.0
     out = {"inter": zero, "intra": zero, "align": zero, "entropy": zero}
@@ -67,9 +76,9 @@ def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors: Anchors, weights, d
         class_means, means = anchors.on(device)
         intra_w = None if cfg["setting"] == "vanilla" and cfg["weight_norm"] == "mean_one" else w
         for l, (hs, ht) in enumerate(zip(feats_s, feats_t)):
-            if it >= cfg["inter_start"]:
+            if it >= inter_start:
                 out["inter"] = out["inter"] + inter_class_loss(hs, y_s, means[l], c, absent=cfg["inter_absent"])
-            if it >= cfg["intra_start"]:
+            if it >= intra_start:
                 out["intra"] = out["intra"] + intra_class_loss(ht, p_t, class_means[l], k=cfg["k"],
                                                                class_weights=intra_w)
     if method != "dmp_no_al":
@@ -150,7 +159,7 @@ class Trainer:
             feats_t, logits_t = self.model(xt.to(self.device))
             p_t = torch.softmax(logits_t, 1)
             parts.update(dmp_losses(cfg, it, feats_s, ys, feats_t, p_t, self.anchors, self.weights,
-                                    self.device))
+                                    self.device, self.iters_per_epoch))
             loss = loss + cfg["lambda1"] * (parts["inter"] + parts["intra"]) + cfg["lambda2"] * parts["align"] \
                 + cfg["entropy_weight"] * parts["entropy"]
             if cfg["anchor_mode"] == "accumulate":
@@ -163,8 +172,8 @@ class Trainer:
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
-        row = {k: float(v) for k, v in parts.items()}
-        row.update(iteration=it, lr=self.opt.param_groups[-1]["lr"], loss=float(loss))
+        row = {k: float(v.detach()) for k, v in parts.items()}
+        row.update(iteration=it, lr=self.opt.param_groups[-1]["lr"], loss=float(loss.detach()))
         return row
 
     # -- checkpoints -----------------------------------------------------------------------------------

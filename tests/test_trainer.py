@@ -1,0 +1,133 @@
+"""Trainer behaviour: config errors, determinism, exact resumption, and DMP beating source-only on a
+synthetic domain shift."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dmp.config import ConfigError, parse_overrides, resolve
+from dmp.train import train
+from synthetic import shift_task, small_cfg
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def outcome(m):
+    return (m["accuracy"], m["confusion_matrix"], m["class_weights"], m["interpolation"])
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"metric": "XG"}, "metric"),
+    ({"lambda1": -1.0}, "lambda1"),
+    ({"method": "dmpp"}, "method"),
+    ({"batch_size": 1}, "batch_size"),
+    ({"intra_start": "soon"}, "intra_start"),
+    ({"lamda2": 3}, "lamda2"),
+])
+def test_bad_configs_name_the_key(override, key):
+    with pytest.raises(ConfigError, match=key):
+        resolve(small_cfg(**override))
+
+
+def test_k_larger_than_class_count_fails_before_training(tmp_path):
+    with pytest.raises(ConfigError, match="'k'"):
+        train(small_cfg(k=9), tmp_path, task=shift_task(), progress=False)
+    assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def test_overrides_are_yaml_and_presets_apply():
+    over = parse_overrides(["lambda2=5e3", "bottleneck_dims=[64,32]", "pretrained=false"])
+    assert over == {"lambda2": 5000.0, "bottleneck_dims": [64, 32], "pretrained": False}
+    cfg = resolve({"dataset": "visda2017", "source": "train", "target": "validation", "setting": "partial"})
+    assert (cfg["optimizer"], cfg["lr"], cfg["batch_size"], cfg["backbone"], cfg["lambda2"]) == \
+        ("sgd", 3e-3, 32, "resnet50", 1.0)
+    assert cfg["target_split"] == "partial"
+    cfg = resolve({"dataset": "office31", "source": "amazon", "target": "webcam", "lambda2": 7})
+    assert (cfg["optimizer"], cfg["lr"], cfg["batch_size"], cfg["lambda2"]) == ("adam", 2e-4, 50, 7.0)
+
+
+@pytest.mark.parametrize("method, metric, mode, setting", [
+    ("dmp", "G", "full_pass", "vanilla"),
+    ("dmp_ent", "LE", "accumulate", "partial"),
+])
+def test_resumed_run_equals_uninterrupted_run(tmp_path, method, metric, mode, setting):
+    cfg = small_cfg(method=method, metric=metric, anchor_mode=mode, setting=setting, anchor_period=25,
+                    intra_start=30, iterations=90, checkpoint_every=1000)
+    part = 3 if setting == "partial" else None
+    full = train(cfg, tmp_path / "a", task=shift_task(target_classes=part), progress=False)
+    assert train(cfg, tmp_path / "b", task=shift_task(target_classes=part), progress=False, stop_after=37) is None
+    assert not (tmp_path / "b" / "metrics.json").exists()
+    resumed = train(cfg, tmp_path / "b", task=shift_task(target_classes=part), progress=False)
+    assert outcome(resumed) == outcome(full)
+    log_a = (tmp_path / "a" / "log.csv").read_text()
+    assert log_a == (tmp_path / "b" / "log.csv").read_text()
+    assert len(log_a.splitlines()) == 1 + 90 // 5 + 1  # header, every 5th iteration, the last one
+
+
+def test_killed_process_resumes_to_the_same_numbers(tmp_path):
+    """SIGKILL a training process after its first checkpoint, rerun the same command, compare."""
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import sys; sys.path[:0] = [%r, %r]\n"
+        "from synthetic import shift_task, small_cfg\nfrom dmp.train import train\n"
+        "train(small_cfg(iterations=400, checkpoint_every=20, intra_start=50), sys.argv[1], task=shift_task(),"
+        " progress=False)\n" % (str(ROOT), str(ROOT / "tests")))
+    ref = tmp_path / "ref"
+    subprocess.run([sys.executable, script, ref], check=True, timeout=300)
+    run = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, script, run])
+    deadline = time.time() + 120
+    while not (run / "checkpoint.pt").exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (run / "metrics.json").exists(), "the run finished before it could be killed"
+    leftovers = [p.name for p in run.iterdir() if p.name.endswith(".tmp")]
+    subprocess.run([sys.executable, script, run], check=True, timeout=300)
+    a, b = (json.loads((d / "metrics.json").read_text()) for d in (ref, run))
+    assert outcome(a) == outcome(b)
+    assert leftovers == [] or all(not (run / n).exists() for n in leftovers)
+
+
+def test_same_seed_same_numbers_other_seed_differs(tmp_path):
+    cfg = small_cfg(iterations=60, intra_start=20)
+    a = train(cfg, tmp_path / "a", task=shift_task(), progress=False)
+    b = train(cfg, tmp_path / "b", task=shift_task(), progress=False)
+    c = train(dict(cfg, seed=1), tmp_path / "c", task=shift_task(), progress=False)
+    assert outcome(a) == outcome(b)
+    assert (tmp_path / "a" / "log.csv").read_text() != (tmp_path / "c" / "log.csv").read_text()
+
+
+def test_metrics_file_is_complete_and_traceable(tmp_path):
+    m = train(small_cfg(iterations=20, intra_start=5), tmp_path, task=shift_task(), progress=False)
+    on_disk = json.loads((tmp_path / "metrics.json").read_text())
+    assert on_disk["status"] == "complete"
+    for key in ("accuracy", "mean_class_accuracy", "per_class_accuracy", "confusion_matrix", "class_weights",
+                "seconds_per_iter", "seed", "config", "git_commit", "dataset_version", "packages",
+                "code_version", "interpolation"):
+        assert key in on_disk, key
+    assert np.array(on_disk["confusion_matrix"]).sum() == len(shift_task().target_eval)
+    assert on_disk["config"]["method"] == "dmp" and m["iterations"] == 20
+    assert set(on_disk["interpolation"]) == {"0", "0.1", "0.3", "0.5"}
+
+
+def test_changed_config_refuses_to_resume(tmp_path):
+    train(small_cfg(iterations=40), tmp_path, task=shift_task(), progress=False, stop_after=20)
+    with pytest.raises(ConfigError, match="lambda1"):
+        train(small_cfg(iterations=40, lambda1=1.0), tmp_path, task=shift_task(), progress=False)
+
+
+def test_dmp_beats_source_only_on_a_synthetic_shift(tmp_path):
+    accs = {m: [] for m in ("source_only", "dmp")}
+    for seed in range(3):
+        for m in accs:
+            r = train(small_cfg(method=m, seed=seed, iterations=300, intra_start=100), tmp_path / f"{m}{seed}",
+                      task=shift_task(seed), progress=False)
+            accs[m].append(r["accuracy"])
+    assert np.mean(accs["dmp"]) > np.mean(accs["source_only"]) + 5, accs
