@@ -60,7 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None):
     from .config import ConfigError
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    bad = [e for e in extra if "=" not in e or e.startswith("-")]
+    if bad or (extra and not hasattr(args, "overrides")):
+        parser.error(f"unrecognized arguments: {' '.join(bad or extra)}")
+    if extra:
+        args.overrides = list(args.overrides) + extra
     try:
         args.func(args)
     except (ConfigError, FileNotFoundError) as exc:

@@ -161,7 +161,7 @@ PRESETS: dict[tuple[str, str], dict[str, Any]] = {
     ("demo", "partial"): dict(backbone="smallcnn", pretrained=False, resize=32, crop=28, batch_size=32,
                               lr=1e-3, bottleneck_dims=[128, 64], iterations=300, lambda2=1.0),
     ("office_caltech10", "vanilla"): dict(backbone="identity", pretrained=False, standardize=True,
-                                          batch_size=32, iterations=1500),
+                                          batch_size=32, iterations=1000),
     ("mnist_usps", "vanilla"): dict(backbone="smallcnn", pretrained=False, batch_size=32, lr=1e-3,
                                     bottleneck_dims=[128, 64], iterations=1500),
 }

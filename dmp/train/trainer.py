@@ -39,9 +39,11 @@ def seed_everything(seed: int, deterministic: bool = True):
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
-    if deterministic:
-        torch.use_deterministic_algorithms(True, warn_only=True)
+    if deterministic and torch.cuda.is_available():
+        # The CPU kernels used here are deterministic for a fixed thread count; the switch is only needed on
+        # CUDA (and importing it costs seconds of start-up, which matters for short CPU jobs).
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
         torch.backends.cudnn.benchmark = False
 
 
@@ -109,9 +111,11 @@ class Trainer:
         self.model = DMPNet(backbone, bdim, cfg["bottleneck_dims"], task.num_classes).to(self.device)
         groups = self.model.param_groups(cfg["lr"], cfg["backbone_lr_mult"])
         if cfg["optimizer"] == "adam":
-            self.opt = torch.optim.Adam(groups, betas=tuple(cfg["betas"]), weight_decay=cfg["weight_decay"])
+            self.opt = torch.optim.Adam(groups, betas=tuple(cfg["betas"]), weight_decay=cfg["weight_decay"],
+                                        fused=True)
         else:
-            self.opt = torch.optim.SGD(groups, momentum=cfg["momentum"], weight_decay=cfg["weight_decay"])
+            self.opt = torch.optim.SGD(groups, momentum=cfg["momentum"], weight_decay=cfg["weight_decay"],
+                                       fused=True)
         self.anchors = Anchors(task.num_classes, cfg["bottleneck_dims"])
         self.weights = class_weights(None, task.num_classes, "vanilla")
         b = cfg["batch_size"]
