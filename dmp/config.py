@@ -163,7 +163,7 @@ PRESETS: dict[tuple[str, str], dict[str, Any]] = {
     ("office_caltech10", "vanilla"): dict(backbone="identity", pretrained=False, standardize=True,
                                           batch_size=32, iterations=1000),
     ("mnist_usps", "vanilla"): dict(backbone="smallcnn", pretrained=False, batch_size=32, lr=1e-3,
-                                    bottleneck_dims=[128, 64], iterations=1500),
+                                    bottleneck_dims=[128, 64], iterations=1500, intra_start="5ep"),
 }
 
 
