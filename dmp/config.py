@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import yaml
 
+from .manifolds.log_euclidean import LE_EPS
+
 METHODS = ("source_only", "dmp", "dmp_no_al", "dmp_no_ds", "dmp_ent")
 METRICS = ("G", "AG", "LE")
 SETTINGS = ("vanilla", "partial")
@@ -84,7 +86,7 @@ PARAMS: dict[str, Param] = {
     "k": Param(1, "Top-k truncation of the intra-class loss (Eq. IntraLoss&Truncated)", **_pos_int()),
     "grassmann_dim": Param(None, "d' of the (affine) Grassmann metric; null = batch size - 1",
                            **_pos_int(allow_none=True)),
-    "le_eps": Param(1e-3, "epsilon of the Log-Euclidean metric, C + eps I (not stated in the paper)",
+    "le_eps": Param(LE_EPS, "epsilon of the Log-Euclidean metric, C + eps I (not stated in the paper)",
                     check=lambda v: isinstance(v, (int, float)) and v > 0, expect="a number > 0"),
     "entropy_weight": Param(0.1, "weight of the target entropy loss in dmp_ent (not stated in the paper)",
                             **_nonneg()),

@@ -89,7 +89,7 @@ def main(argv=None):
     out_root = Path(args.out)
     overrides = {"office_caltech10": {}, "mnist_usps": {}}
     jobs = []
-    for dataset in args.only or sorted(TASKS):
+    for dataset in args.only or list(TASKS):
         for task, method, seed in itertools.product(TASKS[dataset], METHODS, range(args.seeds)):
             out = out_root / dataset / f"{task[0]}-{task[1]}" / method / f"seed{seed}"
             jobs.append((dataset, task, method, seed, out, overrides[dataset]))

@@ -1,0 +1,126 @@
+"""Benchmark (prints figures; not a test): the cost of DMP's training step and of its anchor refresh.
+
+Measured in one process on the same model, with the trainer's own ``Trainer.step``:
+
+* ``t_src``   - source-only step: forward/backward of the source batch, cross-entropy;
+* ``t_both``  - the same model forwarding and back-propagating the source AND the target batch with only
+  the cross-entropy (the work any two-domain method does before its own losses);
+* ``t_dmp``   - the DMP step (both batches, CE + inter + intra + alignment on every manifold layer).
+
+``t_dmp / t_both`` is the cost of DMP's losses (goal <= 1.10); ``t_dmp / t_src`` is the end-to-end ratio the
+paper's time table compares (it includes the target pass that every adaptation method needs; the paper
+reports 1.6x on Office-31 A->W).
+
+The anchor-refresh share is ``t_refresh / (t_refresh + T_up * t_dmp)`` where ``t_refresh`` is one measured
+no-grad pass over ``n_source`` (+ ``n_target`` for partial) samples and ``T_up = ceil(n_source / batch)``
+(one epoch, our default), for the dataset sizes given (default Office-31 A->W: 2817 -> 795).
+
+    python benchmarks/step_overhead.py --backbone resnet50 --size 112 --batch 32
+    python benchmarks/step_overhead.py --backbone identity --in-dim 1024
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dmp.config import resolve  # noqa: E402
+from dmp.data.inputs import Task, TensorDataset  # noqa: E402
+from dmp.train.trainer import Trainer  # noqa: E402
+
+
+def timed(fn, repeats, warmup=2):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backbone", default="resnet50")
+    ap.add_argument("--size", type=int, default=112, help="image side (backbones other than identity)")
+    ap.add_argument("--in-dim", type=int, default=1024, help="feature dim (identity backbone)")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--classes", type=int, default=31)
+    ap.add_argument("--dims", type=int, nargs="+", default=[1024, 512])
+    ap.add_argument("--metric", default="G")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--n-source", type=int, default=2817)
+    ap.add_argument("--n-target", type=int, default=795)
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    g = torch.Generator().manual_seed(0)
+    b = args.batch
+    shape = (args.in_dim,) if args.backbone == "identity" else (3, args.size, args.size)
+    x = torch.randn(2 * b, *shape, generator=g)
+    y = torch.randint(0, args.classes, (2 * b,), generator=g)
+    ds = TensorDataset(x, y)
+    task = Task(ds, ds, ds, ds, [f"c{i}" for i in range(args.classes)], 3,
+                args.in_dim if args.backbone == "identity" else None, "benchmark")
+    xs, ys, xt = x[:b], y[:b], x[b:]
+
+    def trainer(method):
+        cfg = resolve(dict(dataset="benchmark", source="s", target="t", preset="none", method=method,
+                           backbone=args.backbone, pretrained=False, batch_size=b, bottleneck_dims=args.dims,
+                           metric=args.metric, intra_start=0, iterations=10**6, device="cpu"))
+        t = Trainer(cfg, task, Path(tempfile.mkdtemp()), progress=False)
+        t.refresh_anchors()
+        return t
+
+    dmp, src = trainer("dmp"), trainer("source_only")
+    src.model.load_state_dict(dmp.model.state_dict())
+
+    def both_ce():
+        m = src.model
+        m.train()
+        _, ls = m(xs)
+        _, lt = m(xt)
+        loss = F.cross_entropy(ls, ys) + 0.0 * lt.sum()
+        src.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        src.opt.step()
+
+    t_src = timed(lambda: src.step(100, xs, ys, None), args.repeats)
+    t_both = timed(both_ce, args.repeats)
+    t_dmp = timed(lambda: dmp.step(100, xs, ys, xt), args.repeats)
+
+    def refresh(partial):
+        dmp.cfg["setting"] = "partial" if partial else "vanilla"
+        n_s, n_t = args.n_source, args.n_target if partial else 0
+        reps = (n_s + n_t) / len(ds)
+        return timed(dmp.refresh_anchors, 3, warmup=1) * reps
+
+    t_up = math.ceil(args.n_source / b)
+    print(f"backbone={args.backbone} input={tuple(shape)} batch={b} dims={args.dims} classes={args.classes} "
+          f"metric={args.metric} threads={torch.get_num_threads()} torch={torch.__version__}")
+    print(f"source-only step            {t_src * 1e3:9.1f} ms")
+    print(f"two-domain CE-only step     {t_both * 1e3:9.1f} ms")
+    print(f"DMP step                    {t_dmp * 1e3:9.1f} ms")
+    print(f"DMP / two-domain CE         {t_dmp / t_both:9.3f}   (cost of DMP's losses; goal <= 1.10)")
+    print(f"DMP / source-only           {t_dmp / t_src:9.3f}   (end to end; paper's table: 1.6x on A->W)")
+    for partial in (False, True):
+        t_r = refresh(partial)
+        share = t_r / (t_r + t_up * t_dmp)
+        print(f"anchor refresh ({'partial' if partial else 'vanilla'}: {args.n_source}"
+              f"{' + ' + str(args.n_target) if partial else ''} samples) {t_r:7.2f} s every T_up={t_up} "
+              f"iterations -> {100 * share:5.1f} % of training time (goal <= 5 %)")
+
+
+if __name__ == "__main__":
+    main()
