@@ -131,3 +131,15 @@ def test_dmp_beats_source_only_on_a_synthetic_shift(tmp_path):
                       task=shift_task(seed), progress=False)
             accs[m].append(r["accuracy"])
     assert np.mean(accs["dmp"]) > np.mean(accs["source_only"]) + 5, accs
+
+
+@pytest.mark.parametrize("metric", ["G", "AG", "LE"])
+def test_tiny_and_one_class_batches_train_without_nan(tmp_path, metric):
+    """Batch size 2 and a one-class target: every loss and parameter stays finite (the trainer raises on a
+    non-finite loss)."""
+    import torch
+    cfg = small_cfg(metric=metric, batch_size=2, iterations=12, intra_start=0, setting="partial",
+                    anchor_period=4, method="dmp_ent")
+    train(cfg, tmp_path, task=shift_task(target_classes=1), progress=False)
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=False)["model"]
+    assert all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point())
