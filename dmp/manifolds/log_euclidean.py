@@ -26,9 +26,9 @@ def log_euclidean_distance(h_s: torch.Tensor, h_t: torch.Tensor, eps: float = LE
     batch has ``C = 0``) and ``H_{c,x}`` the centred batch.
 
     Computed without ``d x d`` matrices: with ``A = H_c / sqrt(n - 1)`` and ``G = A A^T`` (``n x n``),
-    ``log(C + eps I) - log(eps) I = A^T g(G) A`` where ``g(l) = (log(l + eps) - log(eps)) / l``
-    (:class:`~dmp.manifolds.spectral.LogSpectrum`); the ``log(eps) I`` parts cancel in the difference and the
-    Frobenius norm comes from ``n x n`` traces.
+    ``log(C + eps I) - log(eps) I = A^T g(G) A = Z^T Z`` with ``Z = g(G)^{1/2} A`` and
+    ``g(l) = (log(l + eps) - log(eps)) / l`` (:class:`~dmp.manifolds.spectral.LogSpectrum`); the ``log(eps) I``
+    parts cancel in the difference and the Frobenius norm comes from ``n x n`` products.
 
     Args:
         h_s: source features ``[n_s, d]`` (rows = samples), float32 or float64.
@@ -37,13 +37,14 @@ def log_euclidean_distance(h_s: torch.Tensor, h_t: torch.Tensor, eps: float = LE
 
     Returns:
         Scalar tensor (dtype of the inputs), ``>= 0``, symmetric in its arguments, exactly 0 for identical inputs;
-        the norm's gradient is 0 where the distance is numerically 0.
+        the norm's gradient is 0 where the distance is numerically 0.  Accuracy: the trace expansion (float64)
+        limits the absolute accuracy near 0 to about ``sqrt(64 eps_float64 (||L_s||_F^2 + ||L_t||_F^2)) / d^2``
+        (``L = log(C + eps I) - log(eps) I``), e.g. ~1e-9 for d = 25; far below the distances between domains.
     """
     out_dtype = check_pair(h_s, h_t)
     if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
         raise ValueError(f"eps (Log-Euclidean regulariser) must be a positive finite number, got {eps!r}")
     a_s, a_t = _covariance_factor(h_s), _covariance_factor(h_t)
-    k_ss, k_tt, k_st = a_s @ a_s.mT, a_t @ a_t.mT, a_s @ a_t.mT
-    m_s, m_t = spectral_pair(symmetrize(k_ss), symmetrize(k_tt), LogSpectrum(float(eps)))
-    sq, level = frobenius_sq_diff(m_s, k_ss, m_t, k_tt, k_st)
+    s_s, s_t = spectral_pair(symmetrize(a_s @ a_s.mT), symmetrize(a_t @ a_t.mT), LogSpectrum(float(eps)))
+    sq, level = frobenius_sq_diff(s_s @ a_s, s_t @ a_t)
     return (safe_sqrt(sq, level) / h_s.shape[1] ** 2).to(out_dtype)

@@ -3,22 +3,23 @@
 All three distances of the paper (Eqs. GrassMetric, AffineGrassMetric, LogEucMetric) compare
 ``d x d`` matrices ``A = H^T f(G) H`` built from a centred batch ``H`` (``[n, d]``) and a spectral
 function ``f`` of its ``n x n`` Gram matrix ``G = H H^T``.  Because ``d`` (512/1024) is much larger
-than the batch size ``n`` (32-50), everything here works on ``n x n`` matrices only: the cost is
-``O(n^2 d + n^3)`` and no ``d x d`` matrix is ever formed.
+than the batch size ``n`` (32-50), everything here works with ``n x d`` and ``n x n`` matrices only:
+the cost is ``O(n^2 d + n^3)`` and no ``d x d`` matrix is ever formed.
 
-* :func:`spectral_function` evaluates ``f(G) = V diag(f(lambda)) V^T`` with ``torch.linalg.eigh``
-  and differentiates it with the Daleckii-Krein formula
-  ``dL/dG = V (F o (V^T sym(dL/df(G)) V)) V^T``, where ``F_ij`` is the divided difference
-  ``(f(l_i) - f(l_j)) / (l_i - l_j)`` (``f'(l_i)`` on the diagonal).  The caller supplies ``F``
-  already guarded against equal eigenvalues (see :class:`Spectrum`), so the backward pass never
+* :func:`spectral_function` evaluates ``s(G) = V diag(s(lambda)) V^T`` with ``torch.linalg.eigh`` and
+  differentiates it with the Daleckii-Krein formula ``dL/dG = V (F o (V^T sym(dL/ds(G)) V)) V^T``, where
+  ``F_ij`` is the divided difference ``(s(l_i) - s(l_j)) / (l_i - l_j)`` (``s'(l_i)`` on the diagonal).  The
+  spectrum object supplies ``F`` already guarded against equal eigenvalues, so the backward pass never
   divides by an eigen-gap itself and cannot produce NaN/Inf.
-* :func:`cross_trace` gives ``tr(A_a A_b)`` from ``n_a x n_b`` products, so that
-  ``||A_a - A_b||_F^2 = tr(A_a A_a) + tr(A_b A_b) - 2 tr(A_a A_b)``.
+* Square-root form: with ``s = f^{1/2}`` and ``Z = s(G) H`` (``[n, d]``), ``A = Z^T Z`` and
+  ``tr(A_a A_b) = ||Z_a Z_b^T||_F^2`` (:func:`frobenius_sq_diff`).  This is much better conditioned than
+  ``tr(f_a K f_b K^T)`` with ``K = H_a H_b^T``: ``f`` is large (``1/ridge``, ``1/eps``) on the null directions
+  of ``G``, whose contributions ``H^T v = 0`` would otherwise have to cancel in float arithmetic.
 * :func:`safe_sqrt` is a square root whose gradient is 0 (a valid subgradient of the norm) where the
   argument is at or below its round-off level.
 
-The eigen-decompositions are done in float64 (``COMPUTE_DTYPE``): the matrices are only ``n x n``,
-so this is cheap, and it keeps the trace expansion above accurate for float32 features.
+Everything here runs in float64 (``COMPUTE_DTYPE``): the matrices are small, and it keeps the trace
+expansion accurate for float32 features.
 """
 from __future__ import annotations
 
@@ -26,16 +27,17 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+from torch.autograd.function import once_differentiable
 
 COMPUTE_DTYPE = torch.float64
 
 Spectrum = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
-"""Maps ascending eigenvalues ``[..., n]`` to ``(f(lambda) [..., n], F [..., n, n])`` where ``F`` is the
-(guarded) matrix of divided differences of ``f`` used by the Daleckii-Krein backward."""
+"""Maps ascending eigenvalues ``[n]`` to ``(s(lambda) [n], F [n, n])`` where ``F`` is the (guarded) matrix of
+divided differences of ``s`` used by the Daleckii-Krein backward."""
 
 
 class _SpectralFunction(torch.autograd.Function):
-    """``f(G)`` for a batch of symmetric matrices, with a Daleckii-Krein backward."""
+    """``s(G)`` for a symmetric matrix, with a Daleckii-Krein backward."""
 
     @staticmethod
     def forward(ctx, gram: torch.Tensor, spectrum: Spectrum) -> torch.Tensor:  # noqa: D401
@@ -51,6 +53,7 @@ class _SpectralFunction(torch.autograd.Function):
         return (evecs * values.unsqueeze(-2)) @ evecs.mT
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad: torch.Tensor):
         evecs, divided = ctx.saved_tensors
         inner = evecs.mT @ (0.5 * (grad + grad.mT)) @ evecs
@@ -58,30 +61,30 @@ class _SpectralFunction(torch.autograd.Function):
 
 
 def spectral_function(gram: torch.Tensor, spectrum: Spectrum) -> torch.Tensor:
-    """``f(G) = V diag(f(lambda)) V^T`` for symmetric ``gram`` ``[..., n, n]`` (only its lower triangle is
-    read, as by ``torch.linalg.eigh``); differentiable with the guarded divided differences of ``spectrum``."""
+    """``s(G) = V diag(s(lambda)) V^T`` for a symmetric ``gram`` ``[n, n]`` (only its lower triangle is read, as by
+    ``torch.linalg.eigh``); differentiable with the guarded divided differences of ``spectrum``."""
     return _SpectralFunction.apply(gram, spectrum)
 
 
 @dataclass(frozen=True)
 class ProjectorSpectrum:
-    """Spectrum of the (pseudo-)inverse on the top-``dim`` eigenspace of a Gram matrix.
+    """``s = f^{1/2}`` for the (pseudo-)inverse ``f`` on the top-``dim`` eigenspace of a Gram matrix.
 
-    ``f(l) = 1 / (max(l, 0) + ridge)`` for the ``dim`` largest eigenvalues and ``f(l) = 0`` for the others,
-    so that ``P = H^T f(G) H`` is the orthogonal projector onto the span of the top-``dim`` left singular
-    vectors of ``H^T`` (exactly, up to the factor ``l / (l + ridge)`` on each kept direction).  The ridge
-    makes every kept direction finite even when the batch has fewer than ``dim`` independent directions
-    (rank-deficient batch): such directions have ``l ~ 0`` and get weight ``l / (l + ridge) ~ 0``, i.e. the
-    projector then spans the numerical range of the batch.  With ``G`` normalised to trace ``n`` (as the
-    distances do), ``ridge = 1e-10`` softly discards singular values below about ``1e-5`` of the RMS row norm.
+    ``s(l) = 1 / sqrt(max(l, 0) + ridge)`` for the ``dim`` largest eigenvalues and ``s(l) = 0`` for the others, so
+    that ``Z = s(G) H`` gives ``P = Z^T Z = H^T f(G) H``, the orthogonal projector onto the span of the top-``dim``
+    left singular vectors of ``H^T`` (exactly, up to the factor ``l / (l + ridge)`` on each kept direction).  The
+    ridge keeps every kept direction finite when the batch has fewer than ``dim`` independent directions
+    (rank-deficient batch): such directions have ``l ~ 0`` and weight ``l / (l + ridge) ~ 0``, i.e. the projector
+    then spans the numerical range of the batch.  With ``G`` normalised to trace ``n`` (as the distances do),
+    ``ridge = 1e-10`` softly discards singular values below about ``1e-5`` of the RMS row norm.
 
-    Divided differences: kept/kept ``-f(l_i) f(l_j)`` (exact for ``1/(l + ridge)``, also on the diagonal);
-    dropped/dropped 0; kept/dropped ``f(l_kept) / max(l_kept - l_dropped, gap_floor)``.  The last one is the
-    projector's own Frechet derivative; at a zero eigen-gap across the kept/dropped boundary the projector
-    is not differentiable (the top-``dim`` subspace is not unique) and the floor returns a bounded
-    surrogate instead of ``1/0``.  In the normalised units (mean eigenvalue 1) the floor ``1e-4`` is exact for
-    every gap above 1e-4 and caps the coupling at ``1e4 f(l)``.  The default ``dim = n - 1`` never meets this
-    case: the only dropped direction is the constant one, shifted to eigenvalue ``-1`` by the caller.
+    Divided differences: kept/kept ``-s_i s_j / (1/s_i + 1/s_j)`` (exact for ``(l + ridge)^{-1/2}``, also on the
+    diagonal); dropped/dropped 0; kept/dropped ``s(l_kept) / max(l_kept - l_dropped, gap_floor)`` (the projector's
+    own Frechet derivative).  At a zero eigen-gap across the kept/dropped boundary the projector is not
+    differentiable (the top-``dim`` subspace is not unique) and the floor returns a bounded surrogate instead of
+    ``1/0``; in the normalised units (mean eigenvalue 1) the floor ``1e-4`` is exact for every gap above 1e-4.
+    The default ``dim = n - 1`` never meets this case: the only dropped direction is the constant one, which the
+    caller shifts to eigenvalue ``-1``.
     """
 
     dim: int
@@ -91,14 +94,13 @@ class ProjectorSpectrum:
     def __call__(self, evals: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         n = evals.shape[-1]
         kept = torch.arange(n, device=evals.device) >= n - self.dim  # eigh sorts ascending
-        inv = 1.0 / (evals.clamp_min(0.0) + self.ridge)
-        values = torch.where(kept, inv, torch.zeros_like(inv))
+        root = torch.sqrt(evals.clamp_min(0.0) + self.ridge)
+        values = torch.where(kept, 1.0 / root, torch.zeros_like(root))
         both_kept = kept[:, None] & kept[None, :]
         across = kept[:, None] ^ kept[None, :]
-        gap = (evals[..., :, None] - evals[..., None, :]).abs().clamp_min(self.gap_floor)
-        divided = torch.where(both_kept, -inv[..., :, None] * inv[..., None, :],
-                              torch.where(across, (values[..., :, None] + values[..., None, :]) / gap,
-                                          torch.zeros_like(gap)))
+        gap = (evals[:, None] - evals[None, :]).abs().clamp_min(self.gap_floor)
+        divided = torch.where(both_kept, -1.0 / (root[:, None] * root[None, :] * (root[:, None] + root[None, :])),
+                              torch.where(across, (values[:, None] + values[None, :]) / gap, torch.zeros_like(gap)))
         return values, divided
 
 
@@ -118,13 +120,14 @@ def _log1p_ratio_derivative(x: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class LogSpectrum:
-    """Spectrum ``g(l) = (log(l + eps) - log(eps)) / l`` (``-> 1/eps`` as ``l -> 0``), eigenvalues clamped at 0.
+    """``s = g^{1/2}`` with ``g(l) = (log(l + eps) - log(eps)) / l`` (``-> 1/eps`` as ``l -> 0``), eigenvalues clamped
+    at 0.
 
-    With ``G = H H^T`` this gives ``H^T g(G) H = log(H^T H + eps I) - log(eps) I`` (on all of ``R^d``), so the
-    Log-Euclidean distance needs only ``n x n`` matrices.  Divided differences
-    ``(g(l_i) - g(l_j)) / (l_i - l_j)`` switch to ``g'`` at the midpoint when
-    ``|l_i - l_j| <= tol (l_i + l_j + eps)`` with ``tol = 6e-6`` (about ``eps_float64^(1/3)``, which balances
-    the cancellation error of the quotient against the error of the midpoint rule).
+    With ``G = H H^T`` and ``Z = s(G) H``: ``Z^T Z = H^T g(G) H = log(H^T H + eps I) - log(eps) I`` on all of
+    ``R^d``, so the Log-Euclidean distance needs no ``d x d`` matrix.  Divided differences of ``s`` are
+    ``D_g / (s_i + s_j)`` with ``D_g = (g(l_i) - g(l_j)) / (l_i - l_j)``, which switches to ``g'`` at the midpoint
+    when ``|l_i - l_j| <= tol (l_i + l_j + eps)``; ``tol = 6e-6`` (about ``eps_float64^(1/3)``) balances the
+    cancellation error of the quotient against the error of the midpoint rule.
     """
 
     eps: float
@@ -132,17 +135,18 @@ class LogSpectrum:
 
     def __call__(self, evals: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         lam = evals.clamp_min(0.0)
-        values = _log1p_ratio(lam / self.eps) / self.eps
-        diff = lam[..., :, None] - lam[..., None, :]
-        close = diff.abs() <= self.tol * (lam[..., :, None] + lam[..., None, :] + self.eps)
-        quotient = (values[..., :, None] - values[..., None, :]) / torch.where(close, torch.ones_like(diff), diff)
-        midpoint = 0.5 * (lam[..., :, None] + lam[..., None, :]) / self.eps
-        derivative = _log1p_ratio_derivative(midpoint) / self.eps ** 2
-        return values, torch.where(close, derivative, quotient)
+        g = _log1p_ratio(lam / self.eps) / self.eps
+        diff = lam[:, None] - lam[None, :]
+        close = diff.abs() <= self.tol * (lam[:, None] + lam[None, :] + self.eps)
+        quotient = (g[:, None] - g[None, :]) / torch.where(close, torch.ones_like(diff), diff)
+        midpoint = 0.5 * (lam[:, None] + lam[None, :]) / self.eps
+        divided_g = torch.where(close, _log1p_ratio_derivative(midpoint) / self.eps ** 2, quotient)
+        root = g.sqrt()
+        return root, divided_g / (root[:, None] + root[None, :])
 
 
 def spectral_pair(gram_s: torch.Tensor, gram_t: torch.Tensor, spectrum: Spectrum) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(f(G_s), f(G_t))``.  Two separate (not batched) eigh calls on freshly allocated matrices: identical inputs
+    """``(s(G_s), s(G_t))``.  Two separate (not batched) eigh calls on freshly allocated matrices: identical inputs
     then go through bit-identical LAPACK/BLAS paths (a batch puts the second matrix at another memory alignment),
     so the distance of identical batches is exactly 0."""
     return spectral_function(gram_s, spectrum), spectral_function(gram_t, spectrum)
@@ -153,21 +157,15 @@ def symmetrize(matrix: torch.Tensor) -> torch.Tensor:
     return 0.5 * (matrix + matrix.mT)
 
 
-def cross_trace(m_a: torch.Tensor, k_ab: torch.Tensor, m_b: torch.Tensor) -> torch.Tensor:
-    """``tr(A_a A_b)`` for ``A_x = H_x^T M_x H_x`` given ``K_ab = H_a H_b^T``:
-    ``tr(M_a K_ab M_b K_ab^T) = sum((M_a K_ab M_b) * K_ab)``  (``M_a [n_a, n_a]``, ``K_ab [n_a, n_b]``, ``M_b [n_b, n_b]``)."""
-    return ((m_a @ k_ab @ m_b) * k_ab).sum()
+def frobenius_sq_diff(z_s: torch.Tensor, z_t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(||Z_s^T Z_s - Z_t^T Z_t||_F^2, round-off level)`` for ``Z_s [n_s, d]``, ``Z_t [n_t, d]``, by the expansion
+    ``||Z_s Z_s^T||_F^2 + ||Z_t Z_t^T||_F^2 - 2 ||Z_s Z_t^T||_F^2`` (``n x n`` products only).
 
-
-def frobenius_sq_diff(m_s, k_ss, m_t, k_tt, k_st) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(||A_s - A_t||_F^2, round-off level)`` by the trace expansion, with ``A_x = H_x^T M_x H_x``.
-
-    The three traces are computed by the same function, so identical source and target give exactly 0.
-    The round-off level (``64 eps_float64 (|tr A_s A_s| + |tr A_t A_t| + 2|tr A_s A_t|)``) is what
-    :func:`safe_sqrt` treats as zero."""
-    aa, bb, ab = cross_trace(m_s, k_ss, m_s), cross_trace(m_t, k_tt, m_t), cross_trace(m_s, k_st, m_t)
-    level = 64 * torch.finfo(aa.dtype).eps * (aa.abs() + bb.abs() + 2 * ab.abs())
-    return aa + bb - 2 * ab, level.detach()
+    The three terms are computed by the same expression, so identical source and target give exactly 0.  The
+    round-off level ``64 eps_float64 (ss + tt + 2 st)`` is what :func:`safe_sqrt` treats as zero."""
+    ss, tt, st = ((a @ b.mT).square().sum() for a, b in ((z_s, z_s), (z_t, z_t), (z_s, z_t)))
+    level = 64 * torch.finfo(ss.dtype).eps * (ss + tt + 2 * st)
+    return ss + tt - 2 * st, level.detach()
 
 
 class _SafeSqrt(torch.autograd.Function):
@@ -178,6 +176,7 @@ class _SafeSqrt(torch.autograd.Function):
         return root
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad: torch.Tensor):
         x, root, level = ctx.saved_tensors
         above = x > level

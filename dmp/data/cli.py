@@ -1,0 +1,105 @@
+"""The ``data`` command: ``python -m dmp data {list,fetch,verify,prepare,demo,extract-features}``.
+
+:func:`add_subparsers` adds it to the main parser; :func:`main` runs a parsed ``data`` command.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_subparsers(subparsers) -> argparse.ArgumentParser:
+    """Add the ``data`` command (with its sub-commands) to an argparse ``subparsers`` object."""
+    data = subparsers.add_parser("data", help="fetch, verify, prepare and generate datasets",
+                                 description=__doc__.splitlines()[0])
+    sub = data.add_subparsers(dest="data_command", required=True)
+    p = sub.add_parser("list", help="list the registered datasets")
+    p.add_argument("--json", action="store_true", help="print the full registry entries as JSON")
+    for cmd, text in (("fetch", "download (or take from the downloads folder), verify and extract a dataset"),
+                      ("verify", "verify an extracted dataset (counts, lists; --verify-images decodes all)")):
+        p = sub.add_parser(cmd, help=text, description=text)
+        p.add_argument("name", help="dataset name (see `data list`)")
+        p.add_argument("--verify-images", action="store_true", help="decode every image")
+        if cmd == "fetch":
+            p.add_argument("--retries", type=int, default=3, help="resumed attempts per mirror")
+            p.add_argument("--timeout", type=float, default=60, help="network timeout in seconds")
+    p = sub.add_parser("prepare", help="write the split lists under datasets/<name>/lists")
+    p.add_argument("name")
+    p.add_argument("--splits", nargs="+", default=None,
+                   help="splits to write (full, partial, first<N>, n<K>); default: the dataset's protocol splits")
+    p = sub.add_parser("demo", help="generate the demo dataset and its lists")
+    p.add_argument("--root", default=None, help="output folder (default: registry data_root('demo'))")
+    p.add_argument("--no-lists", action="store_true", help="do not (re)write datasets/demo/lists")
+    p = sub.add_parser("extract-features", help="run a backbone over an image dataset once and store the "
+                                                "features as a new features dataset")
+    p.add_argument("name", help="image dataset to read")
+    p.add_argument("--out-name", required=True, help="name of the new features dataset (datasets/<out-name>/)")
+    p.add_argument("--backbone", default="resnet50")
+    p.add_argument("--weights-path", default=None, help="state dict file of the backbone")
+    p.add_argument("--no-pretrained", action="store_true", help="random initialisation (for tests only)")
+    p.add_argument("--split", default="full")
+    p.add_argument("--resize", type=int, default=256)
+    p.add_argument("--crop", type=int, default=224)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--device", default="cpu")
+    data.set_defaults(func=main)
+    return data
+
+
+def main(args) -> int:
+    """Run a parsed ``data`` command and return 0; on a data error print it (no traceback) and exit 1."""
+    from . import fetch, registry, splits
+    from .fetch import FetchError
+
+    try:
+        cmd = args.data_command
+        if cmd == "list":
+            specs = [registry.get_dataset(n) for n in registry.dataset_names()]
+            if args.json:
+                print(json.dumps([registry.as_dict(s) for s in specs], indent=2))
+            else:
+                for s in specs:
+                    doms = ", ".join(f"{d.name} ({d.short})" for d in s.domains)
+                    print(f"{s.name:18s} {s.kind:8s} {len(s.classes):3d} classes  {doms}  [{s.title}]")
+        elif cmd == "fetch":
+            root = fetch.fetch(args.name, verify_images=args.verify_images, retries=args.retries,
+                               timeout=args.timeout)
+            print(f"{args.name}: ready in {root}")
+        elif cmd == "verify":
+            counts = fetch.verify(args.name, verify_images=args.verify_images)
+            total = {d: sum(c.values()) for d, c in counts.items()} or {
+                d.name: len(registry.load_arrays(args.name, d.name)[1])
+                for d in registry.get_dataset(args.name).domains}
+            print(f"{args.name}: OK " + ", ".join(f"{d} {n}" for d, n in total.items()))
+        elif cmd == "prepare":
+            written = splits.prepare(args.name, args.splits)
+            print(f"{args.name}: wrote {len(written)} lists under {registry.lists_dir(args.name)}")
+        elif cmd == "demo":
+            from pathlib import Path
+
+            from .demo import generate
+
+            root = generate(Path(args.root) if args.root else registry.data_root("demo"))
+            if not args.no_lists:
+                splits.prepare("demo", root=root)
+            print(f"demo: generated in {root}")
+        elif cmd == "extract-features":
+            from .features import extract_features
+
+            out = extract_features(args.name, args.out_name, backbone=args.backbone,
+                                   pretrained=not args.no_pretrained, weights_path=args.weights_path,
+                                   split=args.split, resize=args.resize, crop=args.crop,
+                                   batch_size=args.batch_size, device=args.device)
+            print(f"{args.out_name}: features written, spec {out}")
+        return 0
+    except (FetchError, registry.DatasetMissingError, KeyError, ValueError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {msg}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m dmp.data.cli", description="same as `python -m dmp data`")
+    add_subparsers(parser.add_subparsers(dest="command", required=True))
+    main(parser.parse_args(["data", *sys.argv[1:]]))

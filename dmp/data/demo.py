@@ -1,0 +1,147 @@
+"""The embedded demo dataset: 10 classes of simple shapes drawn in 4 domains that differ in style, generated
+deterministically (numpy + PIL) as 32x32 RGB PNGs in the Office-31 layout ``<domain>/images/<class>/<file>``.
+
+Domains: ``solid`` (filled colours on flat backgrounds), ``outline`` (thick outlines with a faint fill),
+``noisy`` (shapes on textured noise) and ``blurry`` (grey and blurred); 30 % of each domain is drawn in the
+other domains' styles, which sets the difficulty of the transfer tasks (``STYLE_PURITY``). Every image
+depends only on (domain, class, index), so the data is identical on every machine.
+"""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+DEMO_CLASSES = ("arrow", "circle", "cross", "diamond", "heart", "hexagon", "ring", "square", "star", "triangle")
+DEMO_DOMAINS = (("solid", "S"), ("outline", "O"), ("noisy", "N"), ("blurry", "B"))
+DEMO_PER_CLASS = 30
+STYLE_PURITY = 0.7  # share of a domain drawn in its own style; lower = easier transfer
+SIZE = 32
+
+
+def _outline(cls: str) -> list[list[tuple[float, float]]]:
+    """Polygons (unit coordinates, centred at 0) of a class's shape; rings are drawn as two circles."""
+    def regular(n, r=1.0, phase=0.0):
+        return [(r * math.cos(phase + 2 * math.pi * k / n), r * math.sin(phase + 2 * math.pi * k / n))
+                for k in range(n)]
+    if cls in ("circle", "ring"):
+        return [regular(40)]
+    if cls == "square":
+        return [regular(4, 1.0, math.pi / 4)]
+    if cls == "diamond":
+        return [[(0, -1), (0.6, 0), (0, 1), (-0.6, 0)]]
+    if cls == "triangle":
+        return [regular(3, 1.0, -math.pi / 2)]
+    if cls == "hexagon":
+        return [regular(6)]
+    if cls == "star":
+        return [[p for k in range(5) for p in (regular(5, 1.0, -math.pi / 2)[k],
+                                                 regular(5, 0.42, -math.pi / 2 + math.pi / 5)[k])]]
+    if cls == "cross":
+        a, b = 0.3, 1.0
+        return [[(-a, -b), (a, -b), (a, -a), (b, -a), (b, a), (a, a), (a, b), (-a, b), (-a, a), (-b, a),
+                 (-b, -a), (-a, -a)]]
+    if cls == "arrow":
+        return [[(-1, -0.25), (0.2, -0.25), (0.2, -0.7), (1, 0), (0.2, 0.7), (0.2, 0.25), (-1, 0.25)]]
+    if cls == "heart":
+        pts = [(16 * math.sin(t) ** 3, -(13 * math.cos(t) - 5 * math.cos(2 * t) - 2 * math.cos(3 * t)
+                                         - math.cos(4 * t))) for t in np.linspace(0, 2 * math.pi, 40)]
+        return [[(x / 17, (y + 2) / 17) for x, y in pts]]
+    raise KeyError(cls)
+
+
+def _place(poly, scale, angle, cx, cy):
+    c, s = math.cos(angle), math.sin(angle)
+    return [(cx + scale * (x * c - y * s), cy + scale * (x * s + y * c)) for x, y in poly]
+
+
+def render(domain: str, cls: str, index: int):
+    """One demo image (a PIL RGB image) of ``cls`` in the style of ``domain``."""
+    from PIL import Image, ImageDraw, ImageFilter
+
+    names = [n for n, _ in DEMO_DOMAINS]
+    rng = np.random.default_rng([20240, names.index(domain), DEMO_CLASSES.index(cls), index])
+    if rng.random() >= STYLE_PURITY:  # a minority of each domain is drawn in another domain's style
+        domain = str(rng.choice([n for n in names if n != domain]))
+    hi = 4  # draw at 4x and downsample: anti-aliased edges
+    big = SIZE * hi
+    light_bg = rng.random() < 0.5
+    lo, hi_ = (170, 256) if light_bg else (0, 90)
+    if domain == "solid":
+        bg = tuple(int(v) for v in rng.integers(lo, hi_, 3))
+        fg = tuple(int(v) for v in rng.permutation([rng.integers(0, 80), rng.integers(60, 200), 255]))
+        fg = fg if not light_bg else tuple(int(v * 0.6) for v in fg)
+        scale, angle, width, fill = rng.uniform(0.28, 0.42), rng.uniform(-0.35, 0.35), 0, True
+    elif domain == "outline":
+        bg = tuple(int(v) for v in rng.integers(lo, hi_, 3))
+        fg = tuple(int(255 - v) for v in rng.integers(0, 90, 3))
+        fg = fg if not light_bg else tuple(int(255 - v) for v in fg)
+        scale, angle, width, fill = rng.uniform(0.28, 0.42), rng.uniform(-0.35, 0.35), 4, False
+    elif domain == "noisy":
+        bg = tuple(int(v) for v in rng.integers(lo, hi_, 3))
+        fg = tuple(int(v) for v in rng.integers(0, 256, 3))
+        while sum(abs(a - b) for a, b in zip(fg, bg)) < 200:
+            fg = tuple(int(v) for v in rng.integers(0, 256, 3))
+        scale, angle, width, fill = rng.uniform(0.28, 0.42), rng.uniform(-0.35, 0.35), 0, True
+    elif domain == "blurry":
+        g = int(rng.integers(lo, hi_))
+        bg, fg = (g, g, g), tuple([int(np.clip(g + (-1 if light_bg else 1) * rng.integers(90, 160), 0, 255))] * 3)
+        scale, angle, width, fill = rng.uniform(0.25, 0.45), rng.uniform(-0.35, 0.35), 0, True
+    else:
+        raise KeyError(f"unknown demo domain {domain!r}")
+    img = Image.new("RGB", (big, big), bg)
+    draw = ImageDraw.Draw(img)
+    cx, cy = (big / 2 + rng.uniform(-0.12, 0.12) * big for _ in range(2))
+    r = scale * big
+    for poly in _outline(cls):
+        pts = _place(poly, r, angle, cx, cy)
+        if fill:
+            draw.polygon(pts, fill=fg)
+        else:  # a faint fill keeps a trace of the silhouette
+            draw.polygon(pts, fill=tuple(int(0.5 * b + 0.5 * f) for b, f in zip(bg, fg)))
+            draw.line(pts + pts[:1], fill=fg, width=width * hi, joint="curve")
+    if cls == "ring":  # punch a hole (filled styles) / draw the inner circle (outline style)
+        inner = _place(_outline("circle")[0], r * 0.55, 0.0, cx, cy)
+        if fill:
+            draw.polygon(inner, fill=bg)
+        else:
+            draw.line(inner + inner[:1], fill=fg, width=width * hi)
+    img = img.resize((SIZE, SIZE), Image.LANCZOS)
+    arr = np.asarray(img, dtype=np.float32)
+    if domain == "noisy":
+        stripes = 10 * np.sin(np.arange(SIZE)[:, None] * rng.uniform(0.5, 1.5) + rng.uniform(0, 6))
+        arr = arr + rng.normal(0, 8, arr.shape) + stripes[..., None]
+    elif domain == "blurry":
+        img = Image.fromarray(arr.astype(np.uint8)).filter(ImageFilter.GaussianBlur(rng.uniform(0.5, 0.9)))
+        arr = np.asarray(img, dtype=np.float32) + rng.normal(0, 6, arr.shape)
+    return Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8))
+
+
+def generate(root: Path, per_class: int = DEMO_PER_CLASS, progress: bool = True) -> Path:
+    """Write the demo dataset under ``root`` (replaced atomically: built in a temporary sibling folder,
+    then moved into place). Returns ``root``."""
+    from tqdm import tqdm
+
+    root = Path(root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.tmp-"))
+    try:
+        jobs = [(d, c, i) for d, _ in DEMO_DOMAINS for c in DEMO_CLASSES for i in range(per_class)]
+        for d, c, i in tqdm(jobs, desc="demo images", unit="img", disable=not progress):
+            path = tmp / d / "images" / c / f"{c}_{i:04d}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            render(d, c, i).save(path, optimize=False)
+        if root.exists():
+            old = root.with_name(f".{root.name}.old-{os.getpid()}")
+            os.replace(root, old)
+            os.replace(tmp, root)
+            shutil.rmtree(old)
+        else:
+            os.replace(tmp, root)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return root

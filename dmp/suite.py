@@ -1,0 +1,438 @@
+"""The logic behind the Snakemake suite: which training runs each paper table needs, where each run lives, and the
+``python -m dmp train`` arguments of a run.  The Snakefile and ``workflow/rules/*.smk`` only call these functions.
+
+A *run* is one training job (dataset, setting, task, method, metric, source/target split, seed); it lives in
+``<results>/runs/<dataset>/<setting>/<S-T>/<method>/<metric>/<source_split>-<target_split>/seed<seed>/`` and its
+``metrics.json`` is the only file the tables read.  A *cell* is one printed number of a table: it names the run (all
+seeds) it comes from and the path of the value inside ``metrics.json``.
+
+``python -m dmp.suite prepare RUN_DIR SIGNATURE`` is called by the train rule before the trainer: it removes a
+checkpoint that was written for other code or other arguments, so a resumed run never mixes the two.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+TABLES = ("vanilla", "partial", "manifold_ablation", "sample_size", "time", "interpolation")
+PACKAGE_DIR = Path(__file__).resolve().parent
+# Code that does not change a training result: editing it must not rerun the (expensive) training jobs.
+NOT_TRAINING_CODE = ("tables", "suite.py")
+
+
+def task_slug(task: str) -> str:
+    """'A->W' (paper letters) -> 'A-W' (the run folder name)."""
+    return task.replace("->", "-")
+
+
+def task_from_slug(slug: str) -> str:
+    """'A-W' -> 'A->W'."""
+    source, target = slug.split("-")
+    return f"{source}->{target}"
+
+
+@dataclass(frozen=True, order=True)
+class Run:
+    """One training job; ``seed=None`` stands for the run on every seed (what a table cell averages)."""
+    dataset: str
+    setting: str
+    task: str  # paper letters, e.g. "A->W"
+    method: str
+    metric: str
+    source_split: str
+    target_split: str
+    seed: int | None = None
+
+    def folder(self, results: str) -> str:
+        """Run directory (``seed`` must be set)."""
+        if self.seed is None:
+            raise ValueError(f"run {self} has no seed: cannot name its folder")
+        return (f"{results}/runs/{self.dataset}/{self.setting}/{task_slug(self.task)}/{self.method}/{self.metric}/"
+                f"{self.source_split}-{self.target_split}/seed{self.seed}")
+
+    def metrics_path(self, results: str) -> str:
+        return f"{self.folder(results)}/metrics.json"
+
+    def with_seed(self, seed: int) -> "Run":
+        return replace(self, seed=seed)
+
+
+RUN_PATTERN = ("{results}/runs/{dataset}/{setting}/{task}/{method}/{metric}/{source_split}-{target_split}/"
+               "seed{seed}/metrics.json")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One printed number: ``table/block/row/column`` place it, ``run`` (seed None) and ``value`` (a key path into
+    metrics.json) compute it, ``reported`` is its key in dmp/tables/reported_results.csv.  ``run`` is None for a
+    derived "Mean" column (the mean over the row's other cells, per seed)."""
+    table: str
+    block: str  # dataset name (one sub-table per dataset)
+    row: str  # row id: method (vanilla/partial/time), "<setting>_<metric>" (ablation), source split, alpha
+    column: str  # printed column: task, class (as printed), "Mean"
+    run: Run | None
+    value: tuple[str, ...]
+    reported: tuple[tuple[str, str], ...]  # (("table", ..), ("dataset", ..), ...) key into the reported CSV
+    unit: str = "%"
+    group: str = ""  # column group (sample size: the task)
+
+    @property
+    def reported_key(self) -> dict[str, str]:
+        return dict(self.reported)
+
+
+def _reported(table, dataset, setting, method, variant, task, column):
+    return (("table", table), ("dataset", dataset), ("setting", setting), ("method", method), ("variant", variant),
+            ("task", task), ("column", column))
+
+
+def default_split(setting: str) -> str:
+    """The trainer's default target split for a setting (see the training CLI contract)."""
+    return "partial" if setting == "partial" else "full"
+
+
+class Suite:
+    """A validated suite configuration (config/config.yaml or config/demo.yaml, already schema-checked)."""
+
+    def __init__(self, config: dict, registry=None):
+        self.config = config
+        self.results = str(config.get("results", "results"))
+        self.seeds = [int(s) for s in config["seeds"]]
+        self.tables = dict(config["tables"])
+        self._registry = registry
+        self._specs: dict = {}
+        self.validate()
+
+    # ---------------------------------------------------------------- registry
+    @property
+    def registry(self):
+        if self._registry is None:
+            from dmp.data import registry
+            self._registry = registry
+        return self._registry
+
+    def spec(self, dataset: str):
+        """The registry's DatasetSpec (looked up once per suite)."""
+        if dataset not in self._specs:
+            self._specs[dataset] = self.registry.get_dataset(dataset)
+        return self._specs[dataset]
+
+    def domains(self, dataset: str, task: str, where: str) -> tuple[str, str]:
+        """Domain config names of a task in paper letters; errors name the config key ``where``."""
+        try:
+            spec = self.spec(dataset)
+        except KeyError as err:
+            known = ", ".join(self.registry.dataset_names())
+            raise ValueError(f"config {where}: unknown dataset {dataset!r} (known: {known})") from err
+        parts = task.split("->")
+        shorts = {d.short: d.name for d in spec.domains}
+        if len(parts) != 2 or any(p not in shorts for p in parts) or parts[0] == parts[1]:
+            raise ValueError(f"config {where}: unknown task {task!r} for dataset {dataset!r}; tasks are "
+                             f"'S->T' with S != T among the domains {sorted(shorts)}")
+        return shorts[parts[0]], shorts[parts[1]]
+
+    def class_names(self, dataset: str) -> tuple[str, ...]:
+        return tuple(self.spec(dataset).classes)
+
+    def class_label(self, dataset: str, name: str) -> str:
+        """The class name as the paper prints it (config ``class_labels``), else the registry name."""
+        return self.config.get("class_labels", {}).get(dataset, {}).get(name, name)
+
+    # ---------------------------------------------------------------- validation
+    def validate(self):
+        """Check what the JSON schema cannot: datasets, tasks and (image datasets) splits exist in the registry."""
+        for table, cells in self.table_cells_by_table().items():
+            for run in dict.fromkeys(c.run for c in cells if c.run is not None):
+                where = f"tables.{table} ({run.dataset} {run.task})"
+                self.domains(run.dataset, run.task, where)
+                spec = self.spec(run.dataset)
+                for split in (run.source_split, run.target_split):
+                    if spec.kind == "images" and split not in spec.splits:
+                        raise ValueError(f"config {where}: dataset {run.dataset!r} has no split {split!r} "
+                                         f"(its splits: {', '.join(spec.splits)})")
+
+    # ---------------------------------------------------------------- tables -> cells
+    def table_cells_by_table(self) -> dict[str, list[Cell]]:
+        return {t: self.table_cells(t) for t in TABLES if t in self.tables}
+
+    def table_cells(self, table: str) -> list[Cell]:
+        """Every printed cell of ``table`` (ours only; reported baseline rows come from the CSV)."""
+        if table not in self.tables:
+            raise KeyError(f"table {table!r} is not in this config's 'tables' (has: {sorted(self.tables)})")
+        spec = self.tables[table]
+        return getattr(self, f"_cells_{table}")(spec)
+
+    def _cells_per_task(self, table: str, spec: dict) -> list[Cell]:
+        setting = "partial" if table == "partial" else "vanilla"
+        cells = []
+        for dataset, block in spec["datasets"].items():
+            labels = block.get("labels", {})
+            for method in spec["methods"]:
+                row = []
+                for task in block["tasks"]:
+                    run = Run(dataset, setting, task, method, spec["metric"], "full", default_split(setting))
+                    if block.get("columns", "tasks") == "classes":
+                        for name in self.class_names(dataset):
+                            col = self.class_label(dataset, name)
+                            row.append(Cell(table, dataset, method, col, run, ("per_class_accuracy", name),
+                                            _reported(table, dataset, setting, method, "", task, col)))
+                        row.append(Cell(table, dataset, method, "Mean", run, ("mean_class_accuracy",),
+                                        _reported(table, dataset, setting, method, "", task, "Mean")))
+                    else:
+                        col = labels.get(task, task)
+                        row.append(Cell(table, dataset, method, col, run, ("accuracy",),
+                                        _reported(table, dataset, setting, method, "", col, col)))
+                if len(block["tasks"]) > 1:
+                    row.append(Cell(table, dataset, method, "Mean", None, ("accuracy",),
+                                    _reported(table, dataset, setting, method, "", "Mean", "Mean")))
+                cells += row
+        return cells
+
+    def _cells_vanilla(self, spec):
+        return self._cells_per_task("vanilla", spec)
+
+    def _cells_partial(self, spec):
+        return self._cells_per_task("partial", spec)
+
+    def _cells_manifold_ablation(self, spec):
+        dataset, cells = spec["dataset"], []
+        for setting, method in spec["methods"].items():
+            for metric in spec["metrics"]:
+                row = f"{setting}_{metric}"
+                for task in spec["tasks"]:
+                    run = Run(dataset, setting, task, method, metric, "full", default_split(setting))
+                    cells.append(Cell("manifold_ablation", dataset, row, task, run, ("accuracy",),
+                                      _reported("manifold_ablation", dataset, setting, method, metric, task, task)))
+                cells.append(Cell("manifold_ablation", dataset, row, "Mean", None, ("accuracy",),
+                                  _reported("manifold_ablation", dataset, setting, method, metric, "Mean", "Mean")))
+        return cells
+
+    def _cells_sample_size(self, spec):
+        dataset, setting, method, cells = spec["dataset"], spec.get("setting", "vanilla"), spec["method"], []
+        for source_split in spec["source_splits"]:
+            for task in spec["tasks"]:
+                for target_split in spec["target_splits"]:
+                    run = Run(dataset, setting, task, method, spec.get("metric", "G"), source_split, target_split)
+                    variant = f"ns{source_split.lstrip('n')}_nt{target_split.lstrip('n')}"
+                    cells.append(Cell("sample_size", dataset, source_split, f"{task} {target_split}", run,
+                                      ("accuracy",), _reported("sample_size", dataset, setting, method, variant,
+                                                               task, task), group=task))
+        return cells
+
+    def _cells_time(self, spec):
+        cells = []
+        for method in spec["methods"]:
+            for col in spec["columns"]:
+                setting = spec.get("setting", "vanilla")
+                run = Run(col["dataset"], setting, col["task"], method, spec.get("metric", "G"), "full",
+                          default_split(setting))
+                key = "seconds_per_iter" if col["unit"] == "s/B" else "seconds_per_epoch"
+                cells.append(Cell("time", "all", method, col["task"], run, (key,),
+                                  _reported("time", col["dataset"], setting, method, "", col["task"], col["task"]),
+                                  unit=col["unit"], group=col["dataset"]))
+        return cells
+
+    def _cells_interpolation(self, spec):
+        dataset, cells = spec["dataset"], []
+        run = Run(dataset, "vanilla", spec["task"], spec["method"], spec.get("metric", "G"), "full", "full")
+        for alpha in spec["alphas"]:
+            alpha = str(alpha)
+            for name in self.class_names(dataset):
+                col = self.class_label(dataset, name)
+                cells.append(Cell("interpolation", dataset, alpha, col, run,
+                                  ("interpolation", alpha, "per_class_accuracy", name),
+                                  _reported("interpolation", dataset, "vanilla", spec["method"], f"alpha{alpha}",
+                                            spec["task"], col)))
+            cells.append(Cell("interpolation", dataset, alpha, "Mean", run,
+                              ("interpolation", alpha, "mean_class_accuracy"),
+                              _reported("interpolation", dataset, "vanilla", spec["method"], f"alpha{alpha}",
+                                        spec["task"], "Mean")))
+        return cells
+
+    # ---------------------------------------------------------------- runs
+    def table_runs(self, table: str) -> list[Run]:
+        """The distinct runs (every seed) a table reads, sorted."""
+        keys = {c.run for c in self.table_cells(table) if c.run is not None}
+        return sorted(k.with_seed(s) for k in keys for s in self.seeds)
+
+    def all_runs(self) -> list[Run]:
+        return sorted({r for t in self.tables for r in self.table_runs(t)})
+
+    def rows(self) -> dict[str, tuple[str, str, str]]:
+        """Row targets: ``row_<table>_<dataset>_<row>`` -> (table, block, row)."""
+        out = {}
+        for table in self.tables:
+            for cell in self.table_cells(table):
+                name = f"row_{table}_{cell.block}_{cell.row}".replace(".", "p")
+                out[name] = (table, cell.block, cell.row)
+        return out
+
+    def row_runs(self, table: str, block: str, row: str) -> list[Run]:
+        keys = {c.run for c in self.table_cells(table) if c.run is not None and (c.block, c.row) == (block, row)}
+        return sorted(k.with_seed(s) for k in keys for s in self.seeds)
+
+    def run_from_wildcards(self, w) -> Run:
+        """The Run of the train rule's wildcards (``task`` as the folder slug 'A-W')."""
+        return Run(w.dataset, w.setting, task_from_slug(w.task), w.method, w.metric, w.source_split,
+                   w.target_split, int(w.seed))
+
+    def overrides(self, run: Run) -> dict:
+        """Trainer overrides of a run: config ``train``, then each ``overrides`` entry whose ``when`` matches."""
+        values = dict(self.config.get("train", {}))
+        fields = {"dataset": run.dataset, "setting": run.setting, "task": run.task, "method": run.method,
+                  "metric": run.metric}
+        for entry in self.config.get("overrides", []):
+            if all(fields[k] == v for k, v in entry["when"].items()):
+                values.update(entry["set"])
+        return values
+
+    def train_args(self, run: Run) -> list[str]:
+        """``key=value`` arguments of ``python -m dmp train`` for a run (values in YAML flow syntax).  The rule adds
+        ``threads=`` itself: the thread count changes speed, not results, so it must not make a run stale."""
+        source, target = self.domains(run.dataset, run.task, f"run {run.folder(self.results)}")
+        values = {**self.overrides(run), "dataset": run.dataset, "source": source, "target": target,
+                  "setting": run.setting, "source_split": run.source_split, "target_split": run.target_split,
+                  "method": run.method, "metric": run.metric, "seed": run.seed}
+        return [f"{k}={yaml_value(v)}" for k, v in values.items()]
+
+    def data_version(self, dataset: str) -> str:
+        return _data_version(self.registry, dataset)
+
+    def signature(self, run: Run) -> str:
+        """Hash of what decides a run's result: training code, dataset version and arguments.  Snakemake reruns a
+        job when it changes (it is a rule parameter) and ``prepare`` drops a checkpoint written under another."""
+        text = "\n".join([training_code_version(), self.data_version(run.dataset), *self.train_args(run)])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=None)
+def _data_version(registry, dataset: str) -> str:
+    return registry.dataset_version(dataset)
+
+
+def table_config_json(config: dict, table: str) -> str:
+    """The part of a suite config that ``python -m dmp.tables build TABLE`` needs, as JSON (a rule parameter:
+    the table is rebuilt when it changes)."""
+    keys = ("results", "seeds", "class_labels")
+    part = {k: config[k] for k in keys if k in config}
+    part["tables"] = {table: config["tables"][table]}
+    return json.dumps(part, sort_keys=True, separators=(",", ":"))
+
+
+def yaml_value(value) -> str:
+    """A value in YAML flow syntax that ``yaml.safe_load`` reads back equal (``1e-05`` would read as a string)."""
+    return _yaml_value(json.dumps(value, sort_keys=True))
+
+
+@lru_cache(maxsize=4096)
+def _yaml_value(value_json: str) -> str:
+    value = json.loads(value_json)
+    text = yaml.safe_dump(value, default_flow_style=True, width=10**9).strip()
+    if text.endswith("\n..."):
+        text = text[:-4].strip()
+    if yaml.safe_load(text) != value:
+        raise ValueError(f"cannot write {value!r} as a YAML value that reads back equal")
+    return text
+
+
+def shell_args(args: list[str]) -> str:
+    return " ".join(shlex.quote(a) for a in args)
+
+
+@lru_cache(maxsize=None)
+def training_code_version() -> str:
+    """sha256 (16 hex) of the ``dmp/**/*.py`` files that can change a training result (all but dmp/tables/ and
+    dmp/suite.py): editing them makes every run stale."""
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        rel = path.relative_to(PACKAGE_DIR)
+        if rel.parts[0] in NOT_TRAINING_CODE:
+            continue
+        h.update(str(rel).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+SIGNATURE_FILE = "suite_signature.txt"
+STALE_FILES = ("checkpoint.pt", "metrics.json", "log.csv")
+
+
+def prepare(run_dir: str | os.PathLike, signature: str) -> bool:
+    """Make ``run_dir`` safe to resume: if it holds files of a run with another signature (other code or
+    arguments) or of unknown origin, remove them; then record ``signature``.  Returns True if something was
+    removed."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    stamp = run_dir / SIGNATURE_FILE
+    old = stamp.read_text().strip() if stamp.exists() else None
+    removed = False
+    if old != signature:
+        for name in STALE_FILES:
+            if (run_dir / name).exists():
+                (run_dir / name).unlink()
+                removed = True
+        tmp = stamp.with_name(stamp.name + ".tmp")
+        tmp.write_text(signature + "\n")
+        os.replace(tmp, stamp)
+    return removed
+
+
+def timing(results: str) -> str:
+    """Where the time of a finished suite went, per job and in total: Snakemake's benchmark wall time of each
+    train job vs. the trainer's own ``train_seconds`` (optimisation steps) and ``anchor_seconds`` (anchor /
+    class-weight passes); the rest is Python start-up, data loading, evaluation and writing."""
+    import json as _json
+
+    import pandas as pd
+    from tabulate import tabulate
+
+    rows = []
+    for bench in sorted(Path(results, "runs").rglob("benchmark.tsv")):
+        metrics_path = bench.with_name("metrics.json")
+        if not metrics_path.exists():
+            continue
+        metrics = _json.loads(metrics_path.read_text())
+        bench_row = pd.read_csv(bench, sep="\t").iloc[-1]
+        wall = float(bench_row["s"])
+        rows.append({"run": str(bench.parent.relative_to(Path(results, "runs"))), "wall_s": wall,
+                     "cpu_s": float(bench_row.get("cpu_time", float("nan"))),
+                     "train_s": metrics["train_seconds"], "anchor_s": metrics["anchor_seconds"],
+                     "other_s": wall - metrics["train_seconds"] - metrics["anchor_seconds"]})
+    if not rows:
+        raise FileNotFoundError(f"no finished run with a benchmark.tsv under {results}/runs")
+    df = pd.DataFrame(rows)
+    total = df[["wall_s", "cpu_s", "train_s", "anchor_s", "other_s"]].sum()
+    summary = pd.DataFrame({"jobs": [len(df)], **{f"sum {k}": [round(v, 1)] for k, v in total.items()},
+                            "mean wall_s/job": [round(df["wall_s"].mean(), 1)],
+                            "other share": [f"{total['other_s'] / total['wall_s']:.0%}"]})
+    return tabulate(summary, headers="keys", tablefmt="github", showindex=False)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m dmp.suite", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare", help="drop a stale checkpoint from a run folder before (re)starting the trainer")
+    p.add_argument("run_dir")
+    p.add_argument("signature")
+    p = sub.add_parser("timing", help="summarise where the time of the finished train jobs went")
+    p.add_argument("results", help="the suite's results folder (e.g. results/demo)")
+    args = parser.parse_args(argv)
+    if args.command == "timing":
+        print(timing(args.results))
+        return
+    if prepare(args.run_dir, args.signature):
+        print(f"{args.run_dir}: removed files of a run with other code/arguments (signature {args.signature})",
+              file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+from dmp.tables.cli import main
+
+main()

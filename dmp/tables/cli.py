@@ -1,0 +1,97 @@
+"""``python -m dmp.tables build TABLE`` (also ``python -m dmp tables build TABLE``): write
+``<results>/tables/TABLE.{md,tex,comparison.md,comparison.csv}`` from the runs that exist, or one row with
+``--row DATASET ROW`` (``<results>/tables/rows/TABLE/DATASET/ROW.md``)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from dmp.suite import TABLES, Suite
+from dmp.tables.aggregate import aggregate
+from dmp.tables.render import comparison, comparison_markdown, render, row_label
+from dmp.tables.reported import REPORTED_CSV, load_reported
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | None = None,
+          out: str | None = None, row: tuple[str, str] | None = None) -> list[Path]:
+    """Build one table (or one of its rows); returns the files written.  Runs are read from
+    ``<results>/runs`` (``results`` defaults to the config's), tables go to ``<out or results>/tables``."""
+    suite = Suite(config)
+    results = results or suite.results
+    out_dir = Path(out or results) / "tables"
+    cells = suite.table_cells(table)
+    reported = load_reported(reported_csv)
+    agg = aggregate(suite, cells, results)
+    comp = comparison(agg, reported)
+    if row is not None:
+        block, row_id = row
+        sel = (comp["row"] == row_id).to_numpy() & (agg["block"] == block).to_numpy()
+        if not sel.any():
+            raise KeyError(f"table {table!r} has no row {row_id!r} in block {block!r}")
+        text = comparison_markdown(comp[sel].reset_index(drop=True), table)
+        path = out_dir / "rows" / table / block / f"{row_id}.md"
+        write_atomic(path, text.replace("ours vs. the paper", f"row {row_label(table, row_id)} ({block})", 1))
+        return [path]
+    md, tex = render(agg, reported, table)
+    files = {f"{table}.md": md, f"{table}.tex": tex,
+             f"{table}.comparison.md": comparison_markdown(comp, table),
+             f"{table}.comparison.csv": comp.to_csv(index=False, lineterminator="\n")}
+    for name, text in files.items():
+        write_atomic(out_dir / name, text)
+    return [out_dir / name for name in files]
+
+
+def _load_config(args) -> dict:
+    if args.config_json:
+        return json.loads(args.config_json)
+    with open(args.config) as fh:
+        return yaml.safe_load(fh)
+
+
+def _run(args):
+    config = _load_config(args)
+    tables = [t for t in TABLES if t in config["tables"]] if args.table == "all" else [args.table]
+    for table in tables:
+        for path in build(config, table, args.reported, args.results, args.out,
+                          tuple(args.row) if args.row else None):
+            print(path)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("table", choices=(*TABLES, "all"), help="paper table to build (all: every configured)")
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", help="suite config YAML (config/config.yaml, config/demo.yaml)")
+    src.add_argument("--config-json", help="the suite config as a JSON string (used by the Snakemake rules)")
+    parser.add_argument("--reported", default=str(REPORTED_CSV), help="the paper's numbers (CSV)")
+    parser.add_argument("--results", help="folder holding runs/ (default: the config's 'results')")
+    parser.add_argument("--out", help="write tables under OUT/tables (default: the results folder)")
+    parser.add_argument("--row", nargs=2, metavar=("DATASET", "ROW"), help="only this row, as Markdown")
+    parser.set_defaults(func=_run)
+
+
+def add_subparsers(sub) -> None:
+    """Hook for ``python -m dmp``: adds ``tables build``."""
+    tables = sub.add_parser("tables", help="build the paper's tables from the suite's runs")
+    inner = tables.add_subparsers(dest="tables_command", required=True)
+    add_arguments(inner.add_parser("build", help=__doc__.split("\n\n")[0]))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m dmp.tables", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_arguments(sub.add_parser("build", help="build a table from the runs that exist"))
+    args = parser.parse_args(argv)
+    args.func(args)

@@ -1,0 +1,222 @@
+"""Rendering of an aggregated table: LaTeX (booktabs, ``mean^{std}`` as the paper prints it, best per column in
+bold), Markdown (tabulate), and the comparison view (ours vs. the paper, difference, within the spread?).
+
+Cells are formatted one by one and laid out with pandas (Styler.to_latex) and tabulate; nothing here joins cells
+into rows by hand.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from tabulate import tabulate
+
+from dmp.tables.reported import PLACE
+
+METHOD_LABELS = {  # in the paper's row order
+    "source_only": "Source only", "dan": "DAN", "dann": "DANN", "jan": "JAN", "iwan": "IWAN", "pada": "PADA",
+    "san": "SAN", "etn": "ETN", "cdan": "CDAN", "cdan_e": "CDAN+E", "bsp_dann": "BSP+DANN", "bsp_cdan": "BSP+CDAN",
+    "hafn": "HAFN", "safn": "SAFN", "dmp_no_al": "DMP (No AL)", "dmp_no_ds": "DMP (No DS)", "dmp": "DMP",
+    "dmp_ent": "DMP+ent"}
+DATASET_LABELS = {"office31": "Office-31", "officehome": "Office-Home", "imageclef": "ImageCLEF-DA",
+                  "visda2017": "VisDA-2017", "demo": "Demo (generated shapes)", "all": "all datasets"}
+TITLES = {"vanilla": "Recognition rates (%) under the vanilla setting",
+          "partial": "Recognition rates (%) under the partial setting",
+          "manifold_ablation": "Ablation of the manifold metric (G, AG, LE)",
+          "sample_size": "Recognition rates (%) with n^s_c (rows) / n^t_c (columns) images per class",
+          "time": "Training time: seconds per source epoch (s/E) or per batch (s/B)",
+          "interpolation": "Class-wise recognition rates (%) of interpolations alpha h_i + (1 - alpha) h_j"}
+DASH = "–"
+TOLERANCE_NOTE = ("within spread: |ours - paper| <= 2 * sqrt(std_ours^2 + std_paper^2) + half the paper's last "
+                  "printed digit (std = sample std over seeds, ddof=1; the paper's std is 0 where it prints none); "
+                  "'n/a' with fewer than 2 finished seeds")
+
+
+def decimals(unit: str) -> int:
+    return 3 if unit == "s/B" else 1
+
+
+def fmt(x: float, unit: str) -> str:
+    return f"{x:.{decimals(unit)}f}"
+
+
+def row_label(table: str, row: str, tex: bool = False) -> str:
+    if table == "manifold_ablation":
+        setting, metric = row.split("_", 1)
+        return f"{setting.capitalize()}, {metric}"
+    if table == "interpolation":
+        return f"$\\alpha={row}$" if tex else f"alpha={row}"
+    if table == "sample_size":
+        return f"$n^s_c$={row}" if tex else f"n_s={row}"
+    return METHOD_LABELS.get(row, row)
+
+
+def tex_escape(text: str) -> str:
+    """Escape a label for LaTeX; '->' becomes an arrow."""
+    if text.startswith("$") and text.endswith("$"):
+        return text
+    for char, repl in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("#", r"\#"), ("_", r"\_"),
+                       ("{", r"\{"), ("}", r"\}")):
+        text = text.replace(char, repl)
+    return text.replace("->", r"$\rightarrow$")
+
+
+def _entries(agg: pd.DataFrame, reported: pd.DataFrame, table: str, block: str) -> pd.DataFrame:
+    """The cells of one block, ours then the reported baselines placed in our columns: columns row, label,
+    column, value, std, n, expected, unit, derived, reported."""
+    ours = agg[agg["block"] == block]
+    entries = pd.DataFrame({
+        "row": ours["row"], "label": [row_label(table, r) for r in ours["row"]], "column": ours["column"],
+        "value": ours["mean"], "std": ours["std"].where(~ours["derived"]), "n": ours["n"],
+        "expected": ours["expected"], "unit": ours["unit"], "derived": ours["derived"], "reported": False})
+    place = (ours[[f"key_{k}" for k in PLACE]].set_axis(list(PLACE), axis=1).assign(column_shown=ours["column"])
+             .drop_duplicates())
+    ours_rows = set(zip(ours["key_method"], ours["key_variant"]))
+    base = reported.merge(place, on=list(PLACE))
+    # Baselines are whole rows without a variant; variant tables (ablation, sample size, alphas) hold only ours.
+    keep = pd.Series([(m, v) not in ours_rows and v == "" for m, v in zip(base["method"], base["variant"])],
+                     index=base.index, dtype=bool)
+    base = base[keep]
+    order = {m: i for i, m in enumerate(METHOD_LABELS)}
+    base = base.sort_values("method", key=lambda m: m.map(order).fillna(len(order)), kind="stable")
+    if len(base):
+        base = pd.DataFrame({
+            "row": "reported:" + base["method"], "label": [f"{METHOD_LABELS.get(m, m)} (reported)"
+                                                             for m in base["method"]],
+            "column": base["column_shown"], "value": base["value_num"], "std": base["std_num"], "n": 0,
+            "expected": 0, "unit": base["unit"], "derived": base["column_shown"] == "Mean", "reported": True})
+        entries = pd.concat([base, entries], ignore_index=True)
+    return entries.reset_index(drop=True)
+
+
+def _best(entries: pd.DataFrame, table: str) -> pd.Series:
+    """True where a cell is the best of its column (highest accuracy, lowest time), ties included."""
+    shown = entries.apply(lambda e: float(fmt(e["value"], e["unit"])) if pd.notna(e["value"]) else math.nan,
+                          axis=1)
+    best = shown.groupby(entries["column"]).transform("min" if table == "time" else "max")
+    return shown.eq(best) & shown.notna()
+
+
+def _cell_md(e, bold: bool) -> str:
+    if pd.isna(e["value"]):
+        return DASH
+    text = fmt(e["value"], e["unit"])
+    text = f"**{text}**" if bold else text
+    if pd.notna(e["std"]):
+        text += f" ± {fmt(e['std'], e['unit'])}"
+    if not e["reported"] and e["n"] < e["expected"]:
+        text += " †"
+    return text
+
+
+def _cell_tex(e, bold: bool) -> str:
+    if pd.isna(e["value"]):
+        return "--"
+    text = fmt(e["value"], e["unit"])
+    text = f"\\textbf{{{text}}}" if bold else text
+    if pd.notna(e["std"]):
+        text += f"^{{{fmt(e['std'], e['unit'])}}}"
+    text = f"${text}$"
+    if not e["reported"] and e["n"] < e["expected"]:
+        text += r"$^\dagger$"
+    return text
+
+
+def _grid(entries: pd.DataFrame, texts: list[str]) -> pd.DataFrame:
+    """Rows x columns grid of formatted cells (pandas pivot keeps first-appearance order)."""
+    frame = entries.assign(text=texts)
+    rows = list(dict.fromkeys(frame["label"]))
+    cols = list(dict.fromkeys(frame.sort_values("reported", kind="stable")["column"]))  # our column order
+    grid = frame.pivot(index="label", columns="column", values="text").reindex(index=rows, columns=cols)
+    return grid.fillna(DASH)
+
+
+def notes(agg: pd.DataFrame, table: str, any_reported: bool) -> list[str]:
+    out = []
+    if (agg["n"] == 0).any():
+        out.append(f"{DASH}: no finished run ({int((agg['n'] == 0).sum())} cell(s); run the table's target, "
+                   f"or the row's, to fill them).")
+    if ((agg["n"] > 0) & (agg["n"] < agg["expected"])).any():
+        out.append("†: mean over fewer seeds than configured (some runs missing).")
+    out.append(f"Ours: mean ± sample std (ddof=1) over {int(agg['expected'].max())} seed(s) of our runs; "
+               "bold: best in the column (highest accuracy, lowest time) among the rows shown.")
+    if any_reported:
+        out.append("(reported): copied from the paper (dmp/tables/reported_results.csv), not rerun by us.")
+    if table in ("vanilla", "partial", "manifold_ablation"):
+        out.append("Task cells: overall target accuracy; Mean: mean over the tasks of the per-seed accuracies "
+                   "(no std printed, as in the paper).")
+    if table in ("vanilla", "interpolation") and (agg["key_column"] != agg["key_task"]).any():
+        out.append("Class-wise blocks: per-class target accuracy; their Mean is the mean of the per-class "
+                   "accuracies (the paper's VisDA definition), not the overall accuracy.")
+    if table == "sample_size":
+        out.append("Rows: source split (nK = K images per class); columns: task and target split.")
+    if table == "time":
+        out.append("s/E = seconds per source epoch, s/B = seconds per batch (iteration), from metrics.json "
+                   "seconds_per_epoch / seconds_per_iter; they depend on the machine.")
+    return out
+
+
+def render(agg: pd.DataFrame, reported: pd.DataFrame, table: str) -> tuple[str, str]:
+    """(Markdown, LaTeX) of a whole table, one sub-table per block (dataset)."""
+    md, tex, any_reported = [f"# {TITLES[table]}", ""], [f"% {TITLES[table]} (generated by python -m dmp.tables)"], False
+    for block in dict.fromkeys(agg["block"]):
+        entries = _entries(agg, reported, table, block)
+        any_reported |= bool(entries["reported"].any())
+        best = _best(entries, table)
+        name = DATASET_LABELS.get(block, block)
+        md_grid = _grid(entries, [_cell_md(e, b) for (_, e), b in zip(entries.iterrows(), best)])
+        md += [f"## {name}", "", tabulate(md_grid, headers=[""] + list(md_grid.columns), tablefmt="github",
+                                          disable_numparse=True), ""]
+        tex_grid = _grid(entries, [_cell_tex(e, b) for (_, e), b in zip(entries.iterrows(), best)])
+        tex_grid.index = [tex_escape(l) if not l.startswith("$") else l for l in tex_grid.index]
+        tex_grid.columns = [tex_escape(c) for c in tex_grid.columns]
+        tex_grid.columns.name = tex_escape(name)
+        body = tex_grid.style.to_latex(hrules=True, column_format="l" + "c" * tex_grid.shape[1])
+        tex += [r"\begin{table}[t]", r"\centering", f"\\caption{{{tex_escape(TITLES[table])}: {tex_escape(name)}}}",
+                body.rstrip(), r"\end{table}", ""]
+    foot = notes(agg, table, any_reported)
+    md += [f"- {n}" for n in foot]
+    tex += [r"% Notes:"] + [f"% {n}" for n in foot]
+    return "\n".join(md) + "\n", "\n".join(tex) + "\n"
+
+
+def comparison(agg: pd.DataFrame, reported: pd.DataFrame) -> pd.DataFrame:
+    """Our cells beside the paper's: ours mean/std/seeds, paper value/std, diff = ours - paper, tolerance and
+    ``within`` (yes / no / n/a), as defined in :data:`TOLERANCE_NOTE`."""
+    keys = [f"key_{k}" for k in ("table", "dataset", "setting", "method", "variant", "task", "column")]
+    paper = reported.set_axis([f"key_{c}" if f"key_{c}" in keys else c for c in reported.columns], axis=1)
+    merged = agg.merge(paper[keys + ["value", "value_num", "std_num"]], on=keys, how="left")
+    places = [int(len(v.split(".")[1])) if isinstance(v, str) and "." in v else 0 for v in merged["value"]]
+    tol = 2 * (merged["std"].fillna(0) ** 2 + merged["std_num"].fillna(0) ** 2) ** 0.5 + \
+        pd.Series([0.5 * 10 ** -p for p in places], index=merged.index)
+    diff = merged["mean"] - merged["value_num"]
+    within = pd.Series("n/a", index=merged.index)
+    ok = merged["n"].ge(2) & diff.notna()
+    within[ok] = ["yes" if d <= t else "no" for d, t in zip(diff[ok].abs(), tol[ok])]
+    return pd.DataFrame({
+        "dataset": merged["key_dataset"], "setting": merged["key_setting"], "row": merged["row"],
+        "column": merged["column"], "unit": merged["unit"], "ours": merged["mean"].round(4),
+        "ours_std": merged["std"].round(4), "seeds": merged["n"], "paper": merged["value_num"],
+        "paper_std": merged["std_num"], "diff": diff.round(4), "tolerance": tol.where(ok).round(4),
+        "within": within})
+
+
+def comparison_markdown(comp: pd.DataFrame, table: str) -> str:
+    """The comparison view as Markdown, one line per cell we run."""
+    def num(x, unit):
+        return DASH if pd.isna(x) else fmt(x, unit)
+
+    shown = pd.DataFrame({
+        "dataset": comp["dataset"], "setting": comp["setting"],
+        "row": [row_label(table, r) for r in comp["row"]], "column": comp["column"],
+        "ours": [num(m, u) if pd.isna(s) else f"{num(m, u)} ± {num(s, u)}"
+                 for m, s, u in zip(comp["ours"], comp["ours_std"], comp["unit"])],
+        "seeds": comp["seeds"].astype(str),
+        "paper": [num(p, u) if pd.isna(s) else f"{num(p, u)} ± {num(s, u)}"
+                  for p, s, u in zip(comp["paper"], comp["paper_std"], comp["unit"])],
+        "diff": [DASH if pd.isna(d) else f"{d:+.{decimals(u)}f}" for d, u in zip(comp["diff"], comp["unit"])],
+        "within spread": comp["within"]})
+    lines = [f"# {TITLES[table]}: ours vs. the paper", "",
+             tabulate(shown, headers="keys", tablefmt="github", showindex=False, disable_numparse=True), "",
+             f"- {TOLERANCE_NOTE}.", f"- {DASH}: no finished run, or no number printed in the paper."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,64 @@
+"""``extract-features``: a backbone run once over an image dataset gives a registered features dataset whose
+yaml records the backbone, weights and transform."""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+import yaml
+from data_fixtures import isolated  # noqa: F401 (fixture)
+
+from dmp.data import cli, registry, splits
+
+torch = pytest.importorskip("torch")
+
+
+def test_extract_features_from_demo(isolated, monkeypatch):
+    from dmp.data.demo import generate
+
+    import dataclasses
+
+    monkeypatch.delenv("DMP_DATA_DIR")
+    demo = registry.get_dataset("demo")
+    isolated.use(dataclasses.replace(demo, images_per_class=3, domains=tuple(
+        dataclasses.replace(d, count=30) for d in demo.domains)))
+    generate(registry.data_root("demo"), per_class=3, progress=False)
+    splits.prepare("demo", ["full"])
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten())
+    weights = isolated.path / "tiny.pt"
+    torch.save(net.state_dict(), weights)
+    from dmp.models import backbones
+    monkeypatch.setitem(backbones.BACKBONES, "tiny", lambda weights_path=None, **_: (
+        net.load_state_dict(torch.load(weights_path, weights_only=True)) and None or net, 4))
+    parser = argparse.ArgumentParser()
+    cli.add_subparsers(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["data", "extract-features", "demo", "--out-name", "demo_tiny", "--backbone", "tiny",
+                              "--weights-path", str(weights), "--resize", "32", "--crop", "28"])
+    assert cli.main(args) == 0
+    spec = registry.get_dataset("demo_tiny")
+    assert spec.kind == "features" and spec.classes == registry.get_dataset("demo").classes
+    x, y = registry.load_arrays("demo_tiny", "noisy")
+    assert x.shape == (30, 4) and np.isfinite(x).all() and np.bincount(y).tolist() == [3] * 10
+    xp, yp = registry.load_arrays("demo_tiny", "noisy", "partial")
+    assert sorted(set(yp.tolist())) == [0, 1, 2, 3, 4]
+    doc = yaml.safe_load((registry.dataset_dir("demo_tiny") / "dataset.yaml").read_text())
+    meta = doc["meta"]
+    assert meta["backbone"] == "tiny" and meta["weights_path"] == str(weights)
+    assert len(meta["weights_sha256"]) == 64 and "CenterCrop" in meta["transform"]
+    assert meta["source_dataset"] == "demo" and len(meta["source_version"]) == 12
+    # the stored features are the backbone's output on the listed images, in list order
+    from dmp.data.inputs import ImageListDataset, image_transforms
+    ds = ImageListDataset(registry.data_root("demo"), registry.list_file("demo", "noisy"),
+                          image_transforms(False, 32, 28))
+    with torch.no_grad():
+        ref = net(ds[0][0][None]).numpy()[0]
+    assert np.allclose(x[0], ref, atol=1e-5)
+
+
+def test_extract_features_needs_the_images(isolated):
+    from dmp.data.features import extract_features
+
+    with pytest.raises(registry.DatasetMissingError, match="python -m dmp data demo"):
+        extract_features("demo", "x", backbone="smallcnn", pretrained=False)

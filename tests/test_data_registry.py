@@ -1,0 +1,157 @@
+"""The registry API the trainer calls, the bring-your-own-features entries and the shared real features."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from data_fixtures import isolated  # noqa: F401 (fixture)
+
+from dmp.data import registry, splits
+
+SHARED = registry.PROJECT.parent / "shared" / "data"
+
+
+def test_known_datasets_and_facts():
+    names = registry.dataset_names()
+    assert {"office31", "officehome", "imageclef", "visda2017", "demo", "office_caltech10",
+            "mnist_usps"} <= set(names)
+    counts = {n: [d.count for d in registry.get_dataset(n).domains] for n in names}
+    assert counts["office31"] == [2817, 498, 795]
+    assert counts["officehome"] == [2427, 4365, 4439, 4357]
+    assert counts["imageclef"] == [600] * 4 and registry.get_dataset("imageclef").images_per_class == 50
+    assert counts["visda2017"] == [152397, 55388]
+    assert [d.short for d in registry.get_dataset("office31").domains] == ["A", "D", "W"]
+    assert [d.short for d in registry.get_dataset("officehome").domains] == ["Ar", "Cl", "Pr", "Rw"]
+    assert [d.short for d in registry.get_dataset("visda2017").domains] == ["S", "R"]
+    for n in names:
+        spec = registry.get_dataset(n)
+        assert list(spec.classes) == sorted(set(spec.classes)), n
+        for a in spec.archives:
+            assert a.urls or a.manual_urls, (n, a.filename)
+            assert set(a.domains) <= {d.name for d in spec.domains}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        registry.get_dataset("demo").name = "x"
+
+
+def test_every_image_domain_has_an_archive_source():
+    for n in ("office31", "officehome", "imageclef", "visda2017"):
+        spec = registry.get_dataset(n)
+        assert {d.name for d in spec.domains} <= {d for a in spec.archives for d in a.domains}
+
+
+def test_unknown_dataset_lists_known_names():
+    with pytest.raises(KeyError, match="known datasets: office31, officehome"):
+        registry.get_dataset("office-31")
+    with pytest.raises(KeyError, match=r"domains: amazon \(A\)"):
+        registry.get_dataset("office31").domain("caltech")
+
+
+def test_data_root_default_and_env(monkeypatch, tmp_path):
+    monkeypatch.delenv("DMP_DATA_DIR", raising=False)
+    assert registry.data_root("office31") == registry.PROJECT / "datasets" / "office31" / "data"
+    assert registry.data_root("mnist_usps") == (registry.PROJECT / "../shared/data/mnist_usps").resolve()
+    monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path))
+    assert registry.data_root("office31") == tmp_path / "office31"
+    assert registry.download_dir("office31") == tmp_path / "downloads" / "office31"
+
+
+def test_dataset_version_tracks_lists_and_lock(isolated):
+    v0 = registry.dataset_version("office31")
+    splits.write_list(registry.lists_dir("office31") / "amazon_full.txt", [("amazon/images/mug/a.jpg", 17)])
+    v1 = registry.dataset_version("office31")
+    registry.lock_path("office31").write_text('{"archives": {"amazon.tgz": {"sha256": "ab"}}, "counts": {}}')
+    v2 = registry.dataset_version("office31")
+    assert len({v0, v1, v2}) == 3 and all(len(v) == 12 for v in (v0, v1, v2))
+    assert v2 == registry.dataset_version("office31")
+
+
+def _write_user_dataset(root: Path, fmt: str):
+    """A user features dataset (two domains, 3 classes) in datasets/<name>/ with files in ``fmt``."""
+    rng = np.random.default_rng(0)
+    data = root / "data"
+    data.mkdir(parents=True)
+    doms = []
+    for d, n in (("src", 12), ("tgt", 9)):
+        x = rng.normal(size=(n, 5)).astype(np.float32)
+        y = np.arange(n) % 3 + 1  # 1-based, like MATLAB files
+        if fmt == "npz":
+            np.savez(data / f"{d}.npz", feats=x, labels=y)
+            doms.append(f"  - {{name: {d}, file: {d}.npz, x_key: feats, y_key: labels, count: {n}}}")
+        elif fmt == "npy":
+            np.save(data / f"{d}.npy", x)
+            np.save(data / f"{d}_y.npy", y)
+            doms.append(f"  - {{name: {d}, file: {d}.npy, y_key: {d}_y.npy}}")
+        else:
+            from scipy.io import savemat
+            savemat(data / f"{d}.mat", {"fts": x, "labels": y[None, :]})
+            doms.append(f"  - {{name: {d}, short: {d[0].upper()}, file: {d}.mat, x_key: fts, y_key: labels}}")
+    (root / "dataset.yaml").write_text(
+        "kind: features\nclasses: [a, b, c]\npartial_classes: [0, 1]\nlabel_offset: -1\n"
+        "domains:\n" + "\n".join(doms) + "\n")
+
+
+@pytest.mark.parametrize("fmt", ["npz", "npy", "mat"])
+def test_bring_your_own_features(isolated, monkeypatch, fmt):
+    monkeypatch.delenv("DMP_DATA_DIR")
+    _write_user_dataset(registry.DATASETS_DIR / "myfeats", fmt)
+    assert "myfeats" in registry.dataset_names()
+    spec = registry.get_dataset("myfeats")
+    assert spec.kind == "features" and spec.classes == ("a", "b", "c")
+    x, y = registry.load_arrays("myfeats", "src")
+    assert x.shape == (12, 5) and x.dtype == np.float32 and y.dtype == np.int64
+    assert y.tolist() == [0, 1, 2] * 4
+    xp, yp = registry.load_arrays("myfeats", "tgt", "partial")
+    assert set(yp.tolist()) == {0, 1} and len(xp) == 6
+    assert len(registry.dataset_version("myfeats")) == 12
+    with pytest.raises(ValueError, match="no image lists"):
+        registry.list_file("myfeats", "src")
+
+
+def test_features_errors_name_the_file(isolated, monkeypatch):
+    monkeypatch.delenv("DMP_DATA_DIR")
+    root = registry.DATASETS_DIR / "bad"
+    _write_user_dataset(root, "npz")
+    np.savez(root / "data" / "src.npz", feats=np.full((2, 5), np.nan, np.float32), labels=np.array([1, 2]))
+    with pytest.raises(ValueError, match=r"src\.npz.*NaN"):
+        registry.load_arrays("bad", "src")
+    np.savez(root / "data" / "src.npz", feats=np.zeros((2, 5), np.float32), labels=np.array([1, 7]))
+    with pytest.raises(ValueError, match=r"src\.npz: labels .* span 0..6, expected 0..2"):
+        registry.load_arrays("bad", "src")
+    (root / "data" / "tgt.npz").unlink()
+    with pytest.raises(registry.DatasetMissingError, match=r"tgt\.npz"):
+        registry.load_arrays("bad", "tgt")
+    (root / "dataset.yaml").write_text("kind: features\nclasses: [a]\n")
+    with pytest.raises(ValueError, match="dataset.yaml: missing or malformed key 'domains'"):
+        registry.get_dataset("bad")
+
+
+def _sha(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.mark.skipif(not (SHARED / "office_caltech10_googlenet").is_dir(), reason="../shared/data not present")
+def test_shared_office_caltech10_features(monkeypatch):
+    monkeypatch.delenv("DMP_DATA_DIR", raising=False)
+    root = registry.data_root("office_caltech10")
+    assert _sha(root / "dslr.mat") == "5f7c6211581f846b7b5534429fb62bfb7e490e88aacfc8bee97eb0b0224dbd89"
+    for d, n in (("amazon", 958), ("dslr", 157), ("webcam", 295)):
+        x, y = registry.load_arrays("office_caltech10", d)
+        assert x.shape == (n, 1024) and (x >= 0).all()
+        assert sorted(set(y.tolist())) == list(range(10)) and (np.diff(y) >= 0).all()  # sorted by label
+
+
+@pytest.mark.skipif(not (SHARED / "mnist_usps").is_dir(), reason="../shared/data not present")
+def test_shared_mnist_usps_arrays(monkeypatch):
+    import h5py
+
+    monkeypatch.delenv("DMP_DATA_DIR", raising=False)
+    xs, ys = registry.load_arrays("mnist_usps", "mnist")
+    xt, yt = registry.load_arrays("mnist_usps", "usps", "n10")
+    assert xs.shape == (2000, 1, 16, 16) and xt.shape == (100, 1, 16, 16)
+    assert np.bincount(yt).tolist() == [10] * 10 and ys.min() == 0 and ys.max() == 9
+    with h5py.File(registry.data_root("mnist_usps") / "MNIST_vs_USPS.mat", "r") as f:
+        row = np.asarray(f["Xs"])[0]
+        assert np.allclose(xs[0, 0], row.reshape(16, 16).T) and ys[0] == int(np.asarray(f["Ys"])[0, 0]) - 1

@@ -1,0 +1,280 @@
+"""The Snakemake suite: config validation, job enumeration (dry runs), lint, resumability guard, and a reduced
+demo end to end (marked slow)."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dmp import suite as suite_lib
+from dmp.suite import Suite, prepare, yaml_value
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load((ROOT / "config" / name).read_text())
+
+
+def snakemake(*args, timeout=300):
+    return subprocess.run([*SNAKEMAKE, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a dry run: rule -> count."""
+    block = output.split("Job stats:")[1]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.M)}
+
+
+def expected_train_jobs(cfg: dict) -> int:
+    """Distinct training runs of a suite config, counted straight from its table definitions (independently
+    of dmp/suite.py): shared runs (ablation G = the vanilla/partial G runs, time and interpolation = vanilla
+    runs, sample size n50/n50 only if it names the same splits) count once."""
+    runs = set()
+    tables = cfg["tables"]
+    for name, setting, target in (("vanilla", "vanilla", "full"), ("partial", "partial", "partial")):
+        spec = tables.get(name)
+        for dataset, block in (spec or {}).get("datasets", {}).items():
+            runs |= {(dataset, setting, t, m, spec["metric"], "full", target)
+                     for t in block["tasks"] for m in spec["methods"]}
+    if "manifold_ablation" in tables:
+        spec = tables["manifold_ablation"]
+        for setting, method in spec["methods"].items():
+            target = "partial" if setting == "partial" else "full"
+            runs |= {(spec["dataset"], setting, t, method, metric, "full", target)
+                     for t in spec["tasks"] for metric in spec["metrics"]}
+    if "sample_size" in tables:
+        spec = tables["sample_size"]
+        runs |= {(spec["dataset"], "vanilla", t, spec["method"], "G", s, u)
+                 for t in spec["tasks"] for s in spec["source_splits"] for u in spec["target_splits"]}
+    if "time" in tables:
+        spec = tables["time"]
+        runs |= {(c["dataset"], "vanilla", c["task"], m, "G", "full", "full")
+                 for c in spec["columns"] for m in spec["methods"]}
+    if "interpolation" in tables:
+        spec = tables["interpolation"]
+        runs.add((spec["dataset"], "vanilla", spec["task"], spec["method"], "G", "full", "full"))
+    return len(runs) * len(cfg["seeds"])
+
+
+# ----------------------------------------------------------------------------- config validation
+def schema_error(cfg: dict) -> str:
+    from snakemake.utils import validate
+
+    with pytest.raises(Exception) as err:
+        validate(copy.deepcopy(cfg), str(SCHEMA))
+    return str(err.value)
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "demo.yaml"])
+def test_shipped_configs_are_valid(name):
+    from snakemake.utils import validate
+
+    cfg = load(name)
+    validate(cfg, str(SCHEMA))
+    Suite(cfg)
+
+
+def test_schema_rejects_typo_in_method_metric_table_and_task():
+    cfg = load("config.yaml")
+    bad = copy.deepcopy(cfg)
+    bad["tables"]["vanilla"]["methods"][-1] = "dmpp"
+    assert "dmpp" in schema_error(bad)
+    bad = copy.deepcopy(cfg)
+    bad["tables"]["manifold_ablation"]["metrics"] = ["G", "AGG"]
+    assert "AGG" in schema_error(bad)
+    bad = copy.deepcopy(cfg)
+    bad["tables"]["vanila"] = bad["tables"].pop("vanilla")
+    assert "vanila" in schema_error(bad)
+    bad = copy.deepcopy(cfg)
+    bad["tables"]["partial"]["datasets"]["office31"]["tasks"][0] = "A-W"
+    assert "A-W" in schema_error(bad)
+    bad = copy.deepcopy(cfg)
+    bad["overrides"] = [{"when": {"methd": "dmp"}, "set": {}}]
+    assert "methd" in schema_error(bad)
+
+
+def test_suite_rejects_unknown_dataset_and_task_naming_them():
+    cfg = load("config.yaml")
+    bad = copy.deepcopy(cfg)
+    bad["tables"]["vanilla"]["datasets"]["office32"] = bad["tables"]["vanilla"]["datasets"].pop("office31")
+    with pytest.raises(ValueError, match="office32"):
+        Suite(bad)
+    bad = copy.deepcopy(cfg)
+    bad["tables"]["sample_size"]["tasks"] = ["I->X"]
+    with pytest.raises(ValueError, match=r"tables\.sample_size.*I->X"):
+        Suite(bad)
+    bad = copy.deepcopy(cfg)
+    bad["tables"]["sample_size"]["source_splits"] = ["n10", "n20"]
+    with pytest.raises(ValueError, match=r"tables\.sample_size.*'n20'"):
+        Suite(bad)
+
+
+def test_bad_config_fails_the_workflow_before_any_job(tmp_path):
+    cfg = load("demo.yaml")
+    cfg["tables"]["vanilla"]["methods"] = ["source_only", "dmp_noal"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    proc = snakemake("-n", "all_tables", "--configfile", str(bad))
+    assert proc.returncode != 0
+    assert "dmp_noal" in proc.stdout + proc.stderr
+
+
+# ----------------------------------------------------------------------------- job enumeration
+def test_dry_run_paper_suite_lists_every_train_job():
+    proc = snakemake("-n", "all_tables", "--quiet", "rules")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    counts = job_counts(proc.stdout)
+    cfg = load("config.yaml")
+    assert counts["train"] == expected_train_jobs(cfg)
+    assert counts["table"] == len(cfg["tables"])
+    assert "demo_data" not in counts
+
+
+def test_row_target_runs_only_that_row():
+    proc = snakemake("-n", "row_vanilla_office31_dmp", "--quiet", "rules")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cfg = load("config.yaml")
+    tasks = cfg["tables"]["vanilla"]["datasets"]["office31"]["tasks"]
+    assert job_counts(proc.stdout)["train"] == len(tasks) * len(cfg["seeds"])
+
+
+def test_tables_without_runs_when_runs_are_not_required():
+    proc = snakemake("-n", "table_time", "--config", "require_runs=False", "--quiet", "rules")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    counts = job_counts(proc.stdout)
+    assert counts["table"] == 1 and "train" not in counts
+
+
+def test_demo_enumeration_matches_its_table_definitions():
+    cfg = load("demo.yaml")
+    assert len(Suite(cfg).all_runs()) == expected_train_jobs(cfg)
+
+
+def test_lint_is_clean():
+    proc = snakemake("--lint")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Lints for" not in proc.stdout + proc.stderr
+
+
+# ----------------------------------------------------------------------------- run arguments
+def test_train_args_are_accepted_by_the_trainer_config():
+    """Every run of the paper suite gives `python -m dmp train` arguments its config resolves without error."""
+    config = pytest.importorskip("dmp.config")
+    suite = Suite(load("config.yaml"))
+    for run in suite.all_runs():
+        cfg = config.resolve(config.parse_overrides(suite.train_args(run)))
+        assert (cfg["dataset"], cfg["method"], cfg["metric"], cfg["seed"]) == \
+            (run.dataset, run.method, run.metric, run.seed)
+        assert (cfg["source_split"], cfg["target_split"]) == (run.source_split, run.target_split)
+
+
+def test_a_run_is_resolved_to_registry_domain_names_and_overrides_match_their_runs():
+    cfg = load("config.yaml")
+    cfg["overrides"] = [{"when": {"dataset": "office31", "task": "A->W"}, "set": {"intra_start": 840}},
+                        {"when": {"setting": "vanilla"}, "set": {"lambda2": 5e3}}]
+    suite = Suite(cfg)
+    run = suite_lib.Run("office31", "vanilla", "A->W", "dmp", "G", "full", "full", 0)
+    args = suite.train_args(run)
+    assert "source=amazon" in args and "target=webcam" in args
+    assert "intra_start=840" in args and "lambda2=5000.0" in args
+    other = suite_lib.Run("office31", "vanilla", "D->W", "dmp", "G", "full", "full", 0)
+    assert not any(a.startswith("intra_start=") for a in suite.train_args(other))
+
+
+@pytest.mark.parametrize("value", [5e3, 1e-5, 0.003, 10, True, None, "dmp", [64, 32], "1e-3", "yes"])
+def test_yaml_values_read_back_equal(value):
+    assert yaml.safe_load(yaml_value(value)) == value
+
+
+def test_prepare_drops_a_checkpoint_of_another_signature_only(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.pt").write_text("old weights")
+    assert prepare(run, "aaa") is True  # unknown origin: removed
+    assert not (run / "checkpoint.pt").exists()
+    (run / "checkpoint.pt").write_text("interrupted run")
+    assert prepare(run, "aaa") is False  # same signature: resume from it
+    assert (run / "checkpoint.pt").read_text() == "interrupted run"
+    assert prepare(run, "bbb") is True  # code or arguments changed: stale
+    assert not (run / "checkpoint.pt").exists()
+    assert (run / suite_lib.SIGNATURE_FILE).read_text().strip() == "bbb"
+
+
+def test_signature_changes_with_arguments_and_training_code_not_table_code(tmp_path, monkeypatch):
+    suite = Suite(load("config.yaml"))
+    run = suite_lib.Run("imageclef", "vanilla", "I->P", "dmp", "G", "full", "full", 0)
+    assert suite.signature(run) != suite.signature(run.with_seed(1))
+    assert suite.signature(run) == suite.signature(run)
+    pkg = tmp_path / "dmp"
+    (pkg / "tables").mkdir(parents=True)
+    (pkg / "losses.py").write_text("A = 1\n")
+    (pkg / "tables" / "render.py").write_text("B = 1\n")
+    (pkg / "suite.py").write_text("C = 1\n")
+    monkeypatch.setattr(suite_lib, "PACKAGE_DIR", pkg)
+    version = suite_lib.training_code_version.__wrapped__
+    before = version()
+    (pkg / "tables" / "render.py").write_text("B = 2\n")
+    (pkg / "suite.py").write_text("C = 2\n")
+    assert version() == before
+    (pkg / "losses.py").write_text("A = 2\n")
+    assert version() != before
+
+
+# ----------------------------------------------------------------------------- reduced demo, end to end
+def _trainer_available() -> str | None:
+    for cmd in (["train", "--help"], ["data", "demo", "--help"]):
+        proc = subprocess.run([sys.executable, "-m", "dmp", *cmd], cwd=ROOT, capture_output=True, timeout=120)
+        if proc.returncode != 0:
+            return f"`python -m dmp {' '.join(cmd)}` does not work yet"
+    return None
+
+
+@pytest.mark.slow
+def test_reduced_demo_end_to_end(tmp_path):
+    """The demo pipeline on 1 seed, 2 methods, 1 task, few iterations: generates the data, trains, builds the
+    tables; a second call has nothing to do."""
+    reason = _trainer_available()
+    if reason:
+        pytest.skip(reason)
+    cfg = load("demo.yaml")
+    cfg.update(results=str(tmp_path / "results"), data_dir=str(tmp_path / "data"), seeds=[0])
+    cfg["train"] = {**cfg["train"], "iterations": 20}
+    task = cfg["tables"]["vanilla"]["datasets"]["demo"]["tasks"][0]
+    cfg["tables"] = {
+        "vanilla": {"methods": ["source_only", "dmp"], "metric": "G", "datasets": {"demo": {"tasks": [task]}}},
+        "time": {"methods": ["source_only", "dmp"], "columns": [{"dataset": "demo", "task": task, "unit": "s/E"}]},
+        "interpolation": {"dataset": "demo", "task": task, "method": "dmp", "alphas": ["0", "0.5"]}}
+    path = tmp_path / "reduced.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = snakemake("--cores", "2", "all_tables", "--configfile", str(path), timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    tables = tmp_path / "results" / "tables"
+    for table in cfg["tables"]:
+        for ext in ("md", "tex", "comparison.md", "comparison.csv"):
+            assert (tables / f"{table}.{ext}").stat().st_size > 0
+    vanilla = (tables / "vanilla.md").read_text()
+    assert "| DMP " in vanilla and "| Source only " in vanilla
+    assert "–" not in vanilla.split("- ")[0]  # every cell has its run
+    metrics = json.loads(next((tmp_path / "results" / "runs").rglob("metrics.json")).read_text())
+    assert metrics["status"] == "complete"
+    again = snakemake("-n", "all_tables", "--configfile", str(path))
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_timing_summary_splits_wall_time(tmp_path):
+    run = tmp_path / "runs" / "demo" / "vanilla" / "S-O" / "dmp" / "G" / "full-full" / "seed0"
+    run.mkdir(parents=True)
+    (run / "metrics.json").write_text(json.dumps({"train_seconds": 30.0, "anchor_seconds": 5.0}))
+    (run / "benchmark.tsv").write_text("s\th:m:s\tmax_rss\tcpu_time\n50.0\t0:00:50\t100\t40.0\n")
+    text = suite_lib.timing(str(tmp_path))
+    cells = [c.strip() for c in text.splitlines()[2].split("|")[1:-1]]
+    assert [float(c) for c in cells[:6]] == [1, 50, 40, 30, 5, 15] and cells[-1] == "30%"

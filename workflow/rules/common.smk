@@ -1,0 +1,43 @@
+# Shared state of the rules: the validated suite (dmp/suite.py) and the small helpers the rules call.
+import os
+import sys
+
+sys.path.insert(0, workflow.basedir)
+from dmp import suite as suite_lib
+
+SUITE = suite_lib.Suite(config)
+RESULTS = SUITE.results
+TABLE_FILES = ("md", "tex", "comparison.md", "comparison.csv")
+ENV = "../envs/dmp.yaml"
+# Jobs run with the interpreter that runs Snakemake (e.g. .venv/bin/python), or the rule's conda env's python.
+PYTHON = "python" if "conda" in str(workflow.deployment_settings.deployment_method).lower() else sys.executable
+# DMP_DATA_DIR for every job: the demo keeps its generated data under results/ (config data_dir).
+DATA_DIR = os.path.abspath(config["data_dir"]) if config.get("data_dir") else ""
+JOB_ENV = f"DMP_DATA_DIR={DATA_DIR}" if DATA_DIR else ""
+
+
+def table_outputs(tables):
+    return [f"{RESULTS}/tables/{t}.{ext}" for t in tables for ext in TABLE_FILES]
+
+
+def metrics_inputs(runs):
+    """metrics.json of ``runs``; with ``require_runs: false`` only those that exist (tables then show dashes)."""
+    paths = [r.metrics_path(RESULTS) for r in runs]
+    if config.get("require_runs", True):
+        return paths
+    return [p for p in paths if os.path.exists(p)]
+
+
+def demo_data_dir():
+    """Where the demo images are generated (the registry's data_root("demo") for DMP_DATA_DIR = data_dir);
+    relative to the working directory when inside it."""
+    path = os.path.join(DATA_DIR, "demo") if DATA_DIR else str(SUITE.registry.data_root("demo"))
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def data_inputs(wildcards):
+    """The demo's data folder for demo runs (made by demo_data); nothing for fetched datasets."""
+    if wildcards.dataset == "demo" and config.get("demo_data", False):
+        return [demo_data_dir()]
+    return []

@@ -1,0 +1,45 @@
+# One job per (dataset, setting, task, method, metric, source/target split, seed).
+# benchmark.tsv (Snakemake's per-job wall time, CPU time, memory) feeds `python -m dmp.suite timing`.
+#
+# Resumable: the job's only output is metrics.json (the trainer writes it last, atomically), so an interrupted
+# job leaves checkpoint.pt in its folder and the rerun resumes from it.
+# Stale on code change: `signature` (a rule parameter) hashes the training code (dmp/**/*.py except dmp/tables/
+# and dmp/suite.py), the dataset version and the run's arguments; Snakemake reruns a job whose parameter changed
+# (its default rerun trigger "params"), and `python -m dmp.suite prepare` first deletes a checkpoint written
+# under another signature, so a rerun never resumes from stale weights.
+
+
+rule train:
+    """Train and evaluate one run: python -m dmp train --out RUN_DIR key=value ..."""
+    output:
+        suite_lib.RUN_PATTERN.replace("{results}", RESULTS),
+    input:
+        data_inputs,
+    log:
+        suite_lib.RUN_PATTERN.replace("{results}", RESULTS).replace("metrics.json", "train.log"),
+    benchmark:
+        suite_lib.RUN_PATTERN.replace("{results}", RESULTS).replace("metrics.json", "benchmark.tsv")
+    wildcard_constraints:
+        dataset="[A-Za-z0-9_]+",
+        setting="vanilla|partial",
+        task="[A-Za-z0-9]+-[A-Za-z0-9]+",
+        method="[a-z_]+",
+        metric="G|AG|LE",
+        source_split="[a-z0-9]+",
+        target_split="[a-z0-9]+",
+        seed="[0-9]+",
+    conda:
+        ENV
+    params:
+        python=PYTHON,
+        env=JOB_ENV,
+        run_dir=lambda w, output: os.path.dirname(output[0]),
+        args=lambda w: suite_lib.shell_args(SUITE.train_args(SUITE.run_from_wildcards(w))),
+        signature=lambda w: SUITE.signature(SUITE.run_from_wildcards(w)),
+    threads: config.get("threads", 1)
+    resources:
+        **config.get("resources", {}),
+    shell:
+        "{params.python} -m dmp.suite prepare {params.run_dir} {params.signature} > {log} 2>&1 && "
+        "{params.env} {params.python} -m dmp train --quiet --out {params.run_dir} {params.args} threads={threads} "
+        ">> {log} 2>&1"
