@@ -1,6 +1,6 @@
 # The DMP reproduction suite: every table of the paper from our own runs (see docs/workflow.md).
 #   snakemake --cores 4 all_tables                                  paper suite (config/config.yaml)
-#   snakemake --cores 2 --configfile config/demo.yaml all_tables    embedded CPU demo
+#   snakemake --cores 2 all_tables --configfile config/demo.yaml    embedded CPU demo
 # Rules are thin: the logic (which runs each table needs, their arguments) is in dmp/suite.py, the tables are
 # built by dmp/tables/.
 from snakemake.utils import min_version, validate

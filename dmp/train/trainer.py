@@ -124,6 +124,8 @@ class Trainer:
         self.source = BatchStream(task.source_train, b, cfg["seed"], 0, cfg["num_workers"])
         self.target = BatchStream(task.target_train, b, cfg["seed"], 1, cfg["num_workers"])
         self.iteration, self.train_seconds, self.anchor_seconds = 0, 0.0, 0.0
+        # Provenance of the code that actually runs, taken now (a resumed run appends its own).
+        self.provenance = [{"git_commit": git_commit(), "code_version": code_version(), "from_iteration": 0}]
 
     # -- anchors ---------------------------------------------------------------------------------------
     @property
@@ -185,7 +187,7 @@ class Trainer:
         return {"iteration": self.iteration, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
                 "anchors": self.anchors.state_dict(), "weights": self.weights,
                 "train_seconds": self.train_seconds, "anchor_seconds": self.anchor_seconds,
-                "config": self.cfg}
+                "config": self.cfg, "provenance": self.provenance}
 
     def save_checkpoint(self, log_rows):
         if log_rows:
@@ -209,6 +211,8 @@ class Trainer:
         self.weights = state["weights"]
         self.iteration = state["iteration"]
         self.train_seconds, self.anchor_seconds = state["train_seconds"], state["anchor_seconds"]
+        self.provenance[0]["from_iteration"] = self.iteration
+        self.provenance = state["provenance"] + self.provenance
         _truncate_log(self.out / "log.csv", self.iteration)
         return True
 
@@ -266,8 +270,9 @@ class Trainer:
                                                   cfg["interpolation_per_class"], cfg["seed"]),
             "seed": cfg["seed"],
             "config": cfg,
-            "git_commit": git_commit(),
-            "code_version": code_version(),
+            "git_commit": self.provenance[-1]["git_commit"],
+            "code_version": self.provenance[-1]["code_version"],
+            "provenance": self.provenance,
             "dataset_version": task.dataset_version,
             "packages": packages(),
             "device": str(self.device),

@@ -9,10 +9,21 @@ SUITE = suite_lib.Suite(config)
 RESULTS = SUITE.results
 TABLE_FILES = ("md", "tex", "comparison.md", "comparison.csv")
 ENV = "../envs/dmp.yaml"
+
+
+def stable_path(path):
+    """``path`` relative to the working directory when inside it: rule parameters (part of Snakemake's rerun
+    trigger "params") then do not change when the checkout moves."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 # Jobs run with the interpreter that runs Snakemake (e.g. .venv/bin/python), or the rule's conda env's python.
-PYTHON = "python" if "conda" in str(workflow.deployment_settings.deployment_method).lower() else sys.executable
+PYTHON = "python" if "conda" in str(workflow.deployment_settings.deployment_method).lower() else stable_path(
+    sys.executable
+)
 # DMP_DATA_DIR for every job: the demo keeps its generated data under results/ (config data_dir).
-DATA_DIR = os.path.abspath(config["data_dir"]) if config.get("data_dir") else ""
+DATA_DIR = stable_path(os.path.abspath(config["data_dir"])) if config.get("data_dir") else ""
 JOB_ENV = f"DMP_DATA_DIR={DATA_DIR}" if DATA_DIR else ""
 
 
@@ -31,9 +42,7 @@ def metrics_inputs(runs):
 def demo_data_dir():
     """Where the demo images are generated (the registry's data_root("demo") for DMP_DATA_DIR = data_dir);
     relative to the working directory when inside it."""
-    path = os.path.join(DATA_DIR, "demo") if DATA_DIR else str(SUITE.registry.data_root("demo"))
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
+    return stable_path(os.path.join(DATA_DIR, "demo") if DATA_DIR else str(SUITE.registry.data_root("demo")))
 
 
 def data_inputs(wildcards):
