@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: env
-	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/demo.yaml all_tables
+	$(VENV)/bin/snakemake --cores $(CORES) all_tables --configfile config/demo.yaml
 	@echo "Demo tables: results/demo/tables/ (Markdown and LaTeX)"
 
 test: env

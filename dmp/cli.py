@@ -68,10 +68,11 @@ def main(argv=None):
     if extra:
         args.overrides = list(args.overrides) + extra
     try:
-        args.func(args)
+        code = args.func(args)
     except (ConfigError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
+    sys.exit(code or 0)
 
 
 if __name__ == "__main__":

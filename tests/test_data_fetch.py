@@ -196,3 +196,37 @@ def test_hand_placed_domain_plus_download_of_the_rest(server, isolated, tmp_path
     fetch.fetch("office31", progress=False)
     assert (root / "webcam" / "images" / "mug").is_dir()
     assert sum(fetch.verify("office31")["dslr"].values()) == 62
+
+
+def test_registered_per_domain_archives_are_tried_in_order(server, isolated, tmp_path):
+    """The registry's own archive list for Office-31 (per-domain .tgz first): a one-domain archive may hold
+    ``<domain>/images/<class>`` or just ``images/<class>``; the manual-only archive is skipped."""
+    import dataclasses
+    import io
+    import tarfile
+
+    from data_fixtures import tiny_image
+
+    real = registry.get_dataset("office31")
+    spec = small_spec("office31", PER_CLASS)
+    archives = []
+    for a in real.archives:
+        if len(a.domains) == 1:
+            d = a.domains[0]
+            prefix = f"{d}/images" if d != "dslr" else "images"  # dslr.tgz without its top folder
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+                for label, cls in enumerate(real.classes):
+                    for i in range(PER_CLASS):
+                        data = tiny_image(label * 10 + i)
+                        info = tarfile.TarInfo(f"{prefix}/{cls}/frame_{i:04d}.jpg")
+                        info.size = len(data)
+                        tar.addfile(info, io.BytesIO(data))
+            server.files[f"/tllib/{a.filename}"] = buf.getvalue()
+        archives.append(dataclasses.replace(a, urls=tuple(server.url(f"/tllib/{a.filename}") for _ in a.urls[:1])))
+    isolated.use(dataclasses.replace(spec, archives=tuple(archives)))
+    root = fetch.fetch("office31", progress=False)
+    assert [p for p, _ in server.requests] == ["/tllib/amazon.tgz", "/tllib/dslr.tgz", "/tllib/webcam.tgz"]
+    assert (root / "dslr" / "images" / "back_pack" / "frame_0000.jpg").is_file()
+    assert sorted(json.loads(registry.lock_path("office31").read_text())["archives"]) == [
+        "amazon.tgz", "dslr.tgz", "webcam.tgz"]

@@ -207,7 +207,7 @@ def build_task(cfg) -> Task:
     classes = list(spec.classes)
     src, tgt = (cfg["source"], cfg["source_split"]), (cfg["target"], cfg["target_split"])
     if spec.kind == "images":
-        root = registry.data_root(spec.name)
+        root = registry.require_dataset(spec.name)   # clear "how to get it" error when missing
         train_tf = image_transforms(True, cfg["resize"], cfg["crop"])
         test_tf = image_transforms(False, cfg["resize"], cfg["crop"])
         small = spec.name == "demo"
