@@ -9,6 +9,7 @@ was resumed, which is what makes a resumed run end with the same numbers as an u
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
@@ -20,13 +21,20 @@ IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 def image_transforms(train: bool, resize: int = 256, crop: int = 224):
     """The paper's protocol: train = resize to ``resize x resize``, random ``crop``, horizontal flip;
-    test = resize, centre crop; both normalised with the ImageNet statistics."""
+    test = resize, centre crop; both normalised with the ImageNet statistics.
+
+    The deterministic steps (resize, to-tensor, normalise) come first, so a cached dataset can apply them
+    once (:data:`FIXED_STEPS`); cropping and flipping a normalised tensor gives the same pixels as
+    doing it on the image."""
     from torchvision import transforms as T
 
-    steps = [T.Resize((resize, resize))]
+    steps = [T.Resize((resize, resize)), T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
     steps += [T.RandomCrop(crop), T.RandomHorizontalFlip()] if train else [T.CenterCrop(crop)]
-    steps += [T.ToTensor(), T.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
     return T.Compose(steps)
+
+
+FIXED_STEPS = 3
+"""Number of leading deterministic steps of :func:`image_transforms`."""
 
 
 def _sample_key(key):
@@ -36,7 +44,8 @@ def _sample_key(key):
 class ImageListDataset(Dataset):
     """Images listed in a text file of ``relative/path label`` lines (relative to ``root``).
 
-    ``cache=True`` keeps the decoded images in memory (small datasets such as the demo)."""
+    ``cache=True`` keeps each image in memory after the deterministic steps of an :func:`image_transforms`
+    pipeline (small datasets such as the demo); only the random crop/flip run per sample."""
 
     def __init__(self, root, list_file, transform, cache: bool = False):
         self.root, self.transform, self.cache = Path(root), transform, {} if cache else None
@@ -70,17 +79,34 @@ class ImageListDataset(Dataset):
         with Image.open(self.root / self.paths[i]) as img:
             img = img.convert("RGB")
         if self.cache is not None:
-            self.cache[i] = img
+            img = self.cache[i] = self._fixed(img)
         return img
+
+    def _fixed(self, img):
+        from torchvision import transforms as T
+        steps = getattr(self.transform, "transforms", [])
+        return T.Compose(steps[:FIXED_STEPS])(img) if len(steps) > FIXED_STEPS else img
+
+    def _random(self, img):
+        from torchvision import transforms as T
+        if self.cache is None:
+            return self.transform(img)
+        steps = getattr(self.transform, "transforms", [])
+        return T.Compose(steps[FIXED_STEPS:])(img) if len(steps) > FIXED_STEPS else self.transform(img)
 
     def __getitem__(self, key):
         i, seed = _sample_key(key)
         img = self._load(i)
         if seed is None:
-            return self.transform(img), self.labels[i]
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            return self.transform(img), self.labels[i]
+            return self._random(img), self.labels[i]
+        # Seed only the CPU generator that torchvision's random transforms draw from (torch.manual_seed would
+        # also seed every accelerator, which costs milliseconds per sample), and restore it afterwards.
+        state = torch.get_rng_state()
+        torch.default_generator.manual_seed(seed)
+        try:
+            return self._random(img), self.labels[i]
+        finally:
+            torch.set_rng_state(state)
 
 
 class TensorDataset(Dataset):
@@ -180,11 +206,16 @@ class _KeySampler:
 
 
 def eval_loader(dataset, batch_size: int, num_workers: int = 0):
-    """Sequential, no augmentation randomness (eval transforms)."""
+    """Sequential batches without augmentation randomness, of near-equal sizes (``ceil(N / batch_size)``
+    chunks differing by at most one sample, so no batch of one when ``N > 1``: BatchNorm in batch-statistics
+    mode needs two)."""
+    n = len(dataset)
+    chunks = max(1, math.ceil(n / batch_size))
+    bounds = [round(i * n / chunks) for i in range(chunks + 1)]
+    batches = [list(range(a, b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
     if isinstance(dataset, TensorDataset):
-        return (dataset.batch(range(i, min(i + batch_size, len(dataset))))
-                for i in range(0, len(dataset), batch_size))
-    return DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)
+        return (dataset.batch(idx) for idx in batches)
+    return DataLoader(dataset, batch_sampler=batches, num_workers=num_workers)
 
 
 def _standardize(source_x, *others):
