@@ -127,7 +127,7 @@ def test_losses_never_nan(n, d, c, mode, kind, seed):
     elif kind == "zeros":
         h = torch.zeros(n, d)
     elif kind == "duplicated":
-        h = torch.cat([h[: max(1, n // 2)]] * 2)[:n]
+        h = h[: max(1, n // 2)].repeat(3, 1)[:n]
     h.requires_grad_(True)
     y = torch.randint(0, c, (n,), generator=g)
     anchor = h.detach().mean(0) if kind != "random" else torch.randn(d, generator=g)
