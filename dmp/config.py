@@ -161,9 +161,9 @@ PRESETS: dict[tuple[str, str], dict[str, Any]] = {
     # The manifold layers keep the paper's widths (1024, 512) everywhere: lambda2 is tied to the 1/d_l^2 factor
     # of the metrics, so narrower layers would make the alignment term (1024/d)^2 times stronger.
     ("demo", "vanilla"): dict(backbone="smallcnn", pretrained=False, resize=24, crop=20, batch_size=32,
-                              lr=1e-3, iterations=200, anchor_period=50, lambda2=5e3),
+                              lr=1e-3, iterations=150, intra_start="10ep", anchor_period=50, lambda2=5e3),
     ("demo", "partial"): dict(backbone="smallcnn", pretrained=False, resize=24, crop=20, batch_size=32,
-                              lr=1e-3, iterations=200, anchor_period=50, lambda2=1.0),
+                              lr=1e-3, iterations=150, intra_start="10ep", anchor_period=50, lambda2=1.0),
     ("office_caltech10", "vanilla"): dict(backbone="identity", pretrained=False, standardize=True,
                                           batch_size=32, iterations=1000),
     ("mnist_usps", "vanilla"): dict(backbone="smallcnn", pretrained=False, batch_size=32, lr=1e-3,
