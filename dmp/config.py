@@ -16,10 +16,11 @@ from typing import Any, Callable
 
 import yaml
 
-from .manifolds.log_euclidean import LE_EPS
+from .manifolds import LE_EPS
+from .manifolds import METRICS as _METRIC_FUNCTIONS
 
 METHODS = ("source_only", "dmp", "dmp_no_al", "dmp_no_ds", "dmp_ent")
-METRICS = ("G", "AG", "LE")
+METRICS = tuple(_METRIC_FUNCTIONS)
 SETTINGS = ("vanilla", "partial")
 
 

@@ -54,18 +54,6 @@ def start_iteration(value, iters_per_epoch: int) -> int:
     return int(value)
 
 
-def alignment_loss(metric: str, h_s, h_t, cfg) -> torch.Tensor:
-    """``L_align^l`` for one layer with the configured manifold metric (Eqs. GrassMetric, AffineGrassMetric,
-    LogEucMetric)."""
-    if metric == "G":
-        return manifolds.grassmann_distance(h_s, h_t, dim=cfg["grassmann_dim"])
-    if metric == "AG":
-        return manifolds.affine_grassmann_distance(h_s, h_t, dim=cfg["grassmann_dim"])
-    if metric == "LE":
-        return manifolds.log_euclidean_distance(h_s, h_t, eps=cfg["le_eps"])
-    raise ConfigError(f"config key 'metric': unknown metric {metric!r}")
-
-
 def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors: Anchors, weights, device, iters_per_epoch=1):
     """The DMP terms of one iteration; returns a dict of (unweighted) scalar tensors."""
     inter_start = start_iteration(cfg["inter_start"], iters_per_epoch)
@@ -85,8 +73,8 @@ def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors: Anchors, weights, d
                                                                class_weights=intra_w)
     if method != "dmp_no_al":
         for hs, ht in zip(feats_s, feats_t):
-            out["align"] = out["align"] + alignment_loss(cfg["metric"], weight_source_features(hs, y_s, w), ht,
-                                                         cfg)
+            out["align"] = out["align"] + manifolds.alignment_distance(
+                cfg["metric"], weight_source_features(hs, y_s, w), ht, dim=cfg["grassmann_dim"], eps=cfg["le_eps"])
     if method == "dmp_ent":
         out["entropy"] = entropy_loss(p_t)
     return out
