@@ -352,14 +352,8 @@ def shell_args(args: list[str]) -> str:
 def training_code_version() -> str:
     """sha256 (16 hex) of the ``dmp/**/*.py`` files that can change a training result (all but dmp/tables/ and
     dmp/suite.py): editing them makes every run stale."""
-    h = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        rel = path.relative_to(PACKAGE_DIR)
-        if rel.parts[0] in NOT_TRAINING_CODE:
-            continue
-        h.update(str(rel).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
+    from .train.provenance import code_version
+    return code_version(exclude=tuple(NOT_TRAINING_CODE), root=PACKAGE_DIR)
 
 
 SIGNATURE_FILE = "suite_signature.txt"

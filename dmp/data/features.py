@@ -5,24 +5,12 @@ a new "features" dataset (``datasets/<out>/dataset.yaml`` + one ``<domain>.npz``
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from ..io import atomic_write, sha256_file, write_text
 from . import registry
-
-
-def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pretrained: bool = True,
@@ -37,7 +25,6 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     from tqdm import tqdm
 
     from ..models.backbones import build_backbone
-    from .fetch import sha256_file
     from .inputs import ImageListDataset, image_transforms
 
     spec = registry.get_dataset(name)
@@ -62,10 +49,8 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
         x = np.concatenate(feats)
         if not np.isfinite(x).all():
             raise ValueError(f"backbone {backbone} produced NaN/inf features on {name}/{d.name}")
-        def save(tmp, x=x, ds=ds):
-            with open(tmp, "wb") as fh:
-                np.savez(fh, X=x, y=ds.labels.numpy(), paths=np.array(ds.paths))
-        _atomic(out_root / f"{d.name}.npz", save)
+        atomic_write(out_root / f"{d.name}.npz",
+                     lambda fh, x=x, ds=ds: np.savez(fh, X=x, y=ds.labels.numpy(), paths=np.array(ds.paths)))
         domains.append({"name": d.name, "short": d.short, "file": f"{d.name}.npz", "count": len(ds),
                         "x_key": "X", "y_key": "y"})
     meta = {"source_dataset": name, "source_version": registry.dataset_version(name), "split": split,
@@ -76,5 +61,5 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
            "partial_classes": list(spec.partial_classes), "domains": domains,
            "root": os.path.relpath(out_root, registry.dataset_dir(out_name)), "meta": meta}
     yml = registry.dataset_dir(out_name) / "dataset.yaml"
-    _atomic(yml, lambda tmp: Path(tmp).write_text(yaml.safe_dump(doc, sort_keys=False)))
+    write_text(yml, yaml.safe_dump(doc, sort_keys=False))
     return yml

@@ -6,9 +6,7 @@ pipeline reads.
 """
 from __future__ import annotations
 
-import hashlib
 import http.client
-import json
 import os
 import shutil
 import tarfile
@@ -20,6 +18,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ..io import sha256_file, write_json
 from . import registry, splits
 
 CHUNK = 1 << 20
@@ -31,28 +30,6 @@ class FetchError(RuntimeError):
 
 class _Incomplete(OSError):
     """The server closed the connection before the whole file arrived (resumable)."""
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _write_json_atomic(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(obj, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _http_get(url: str, part: Path, label: str, timeout: float, progress: bool) -> None:
@@ -317,7 +294,7 @@ def _record(name: str, lock: dict, used: dict, counts: dict) -> None:
     if new or new_counts:
         lock["archives"].update(new)
         lock["counts"].update(new_counts)
-        _write_json_atomic(registry.lock_path(name), lock)
+        write_json(registry.lock_path(name), lock)
 
 
 def _unavailable(spec: registry.DatasetSpec, remaining, log) -> str:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io import sha256_file
+
 PROJECT = Path(__file__).resolve().parents[2]
 DATASETS_DIR = PROJECT / "datasets"
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff")
@@ -337,14 +339,6 @@ def require_dataset(name: str) -> Path:
     raise DatasetMissingError(f"dataset {name!r} is not in place: missing {what}. {how}")
 
 
-def _sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def dataset_version(name: str) -> str:
     """A short content hash of the dataset: its committed lists plus the pinned/locked archive checksums
     (images); the content of its files (features/arrays)."""
@@ -361,7 +355,7 @@ def dataset_version(name: str) -> str:
     else:
         root = require_dataset(name)
         for f in sorted({d.folder for d in spec.domains}):
-            h.update(f.encode() + _sha256_file(root / f).encode())
+            h.update(f.encode() + sha256_file(root / f).encode())
     return h.hexdigest()[:12]
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
+from ..io import write_text
 from . import registry
 
 SEED = 0  # the seed of the n<K> subsets; part of the protocol, never changed
@@ -40,16 +40,8 @@ def read_list(path: Path) -> list[tuple[str, int]]:
 
 
 def write_list(path: Path, entries) -> None:
-    """Write a list atomically (temp file + os.replace)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.writelines(f"{rel} {label}\n" for rel, label in entries)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write a list atomically."""
+    write_text(path, "".join(f"{rel} {label}\n" for rel, label in entries))
 
 
 def select(labels, split: str, spec: registry.DatasetSpec) -> np.ndarray:

@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import yaml
 
+from dmp.io import write_text
 from dmp.suite import TABLES, Suite
 from dmp.tables.aggregate import aggregate
 from dmp.tables.render import comparison, comparison_markdown, render, row_label
 from dmp.tables.reported import REPORTED_CSV, load_reported
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | None = None,
@@ -43,14 +34,14 @@ def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | No
             raise KeyError(f"table {table!r} has no row {row_id!r} in block {block!r}")
         text = comparison_markdown(comp[sel].reset_index(drop=True), table)
         path = out_dir / "rows" / table / block / f"{row_id}.md"
-        write_atomic(path, text.replace("ours vs. the paper", f"row {row_label(table, row_id)} ({block})", 1))
+        write_text(path, text.replace("ours vs. the paper", f"row {row_label(table, row_id)} ({block})", 1))
         return [path]
     md, tex = render(agg, reported, table)
     files = {f"{table}.md": md, f"{table}.tex": tex,
              f"{table}.comparison.md": comparison_markdown(comp, table),
              f"{table}.comparison.csv": comp.to_csv(index=False, lineterminator="\n")}
     for name, text in files.items():
-        write_atomic(out_dir / name, text)
+        write_text(out_dir / name, text)
     return [out_dir / name for name in files]
 
 

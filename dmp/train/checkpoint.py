@@ -1,40 +1,23 @@
-"""Atomic file writes: a crash never leaves a half-written checkpoint or metrics file behind."""
+"""Checkpoint files (atomic writes live in :mod:`dmp.io`)."""
 from __future__ import annotations
-
-import json
-import os
-import tempfile
-from pathlib import Path
 
 import torch
 
+from ..io import atomic_write, write_json, write_text
 
-def _atomic(path: Path, write):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+__all__ = ["load_torch", "save_json", "save_text", "save_torch"]
 
 
 def save_torch(obj, path):
-    _atomic(path, lambda fh: torch.save(obj, fh))
+    atomic_write(path, lambda fh: torch.save(obj, fh))
 
 
 def save_json(obj, path):
-    _atomic(path, lambda fh: fh.write((json.dumps(obj, indent=1, sort_keys=True) + "\n").encode()))
+    write_json(path, obj)
 
 
 def save_text(text: str, path):
-    _atomic(path, lambda fh: fh.write(text.encode()))
+    write_text(path, text)
 
 
 def load_torch(path):

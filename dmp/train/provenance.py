@@ -23,11 +23,14 @@ def git_commit() -> str:
         return "unknown"
 
 
-def code_version() -> str:
-    """sha256 (16 hex) of every ``dmp/**/*.py`` file's path and content."""
+def code_version(exclude: tuple[str, ...] = (), root: Path = PACKAGE_DIR) -> str:
+    """sha256 (16 hex) of every ``*.py`` file's path and content under ``root`` (the package), leaving out the
+    files whose first path component (relative to ``root``) is in ``exclude``."""
     h = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        h.update(str(path.relative_to(PACKAGE_DIR)).encode())
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).parts[0] in exclude:
+            continue
+        h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
