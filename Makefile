@@ -17,8 +17,9 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: env
-	$(VENV)/bin/snakemake --cores $(CORES) all_tables --configfile config/demo.yaml
-	@echo "Demo tables: results/demo/tables/ (Markdown and LaTeX)"
+	$(VENV)/bin/snakemake --cores $(CORES) all --configfile config/demo.yaml
+	@echo "Demo tables: results/demo/tables/ (Markdown and LaTeX); figures: results/demo/figures/ (PDF, PNG, CSV)"
+	@echo "One page of all of them: $(VENV)/bin/snakemake all --report results/demo/report.html --configfile config/demo.yaml"
 
 test: env
 	$(PY) -m pytest -q

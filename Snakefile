@@ -2,7 +2,8 @@
 #   snakemake --cores 4 all_tables                                  paper suite (config/config.yaml)
 #   snakemake --cores 2 all_tables --configfile config/demo.yaml    embedded CPU demo
 # Rules are thin: the logic (which runs each table needs, their arguments) is in dmp/suite.py, the tables are
-# built by dmp/tables/.
+# built by dmp/tables/.  Figures (docs/figures.md): `all` (the default target) = all_tables + all_figures; one figure:
+# figure_<name>; which runs a figure needs is in dmp/figures/plan.py, the figures are built by dmp/figures/.
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -26,11 +27,12 @@ localrules:
     table,
     row,
     demo_data,
+    demo_weights,
 
 
 
 rule all_tables:
-    """Every table of config["tables"] (the default target)."""
+    """Every table of config["tables"]."""
     input:
         table_outputs(SUITE.tables),
 
@@ -38,3 +40,25 @@ rule all_tables:
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/figures.smk"
+
+
+localrules:
+    all,
+    all_figures,
+
+
+rule all_figures:
+    """Every figure of config["figures"]: results/figures/<name>.{pdf,png,csv}."""
+    input:
+        figure_outputs(RESULTS, FIGURE_PLAN.names),
+
+
+rule all:
+    """Every table and every figure (the default target), and the tables' HTML pages for the report
+    (`snakemake --report results/report.html`)."""
+    default_target: True
+    input:
+        rules.all_tables.input,
+        rules.all_figures.input,
+        table_pages(RESULTS, SUITE.tables),

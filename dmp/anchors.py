@@ -32,16 +32,25 @@ class Anchors:
         self._pred_sum = torch.zeros(c, dtype=torch.float64)
         self._pred_count = 0
 
+    def _sums_on(self, device):
+        """The running sums live on the device of the features they add up (no copy to the host per batch, which
+        would wait for a GPU)."""
+        if self._count.device != device:
+            self._sum = [s.to(device) for s in self._sum]
+            self._count, self._pred_sum = self._count.to(device), self._pred_sum.to(device)
+
     @torch.no_grad()
     def add_source(self, feats: list[torch.Tensor], y: torch.Tensor):
-        onehot = torch.nn.functional.one_hot(y.cpu(), self.num_classes).double()
+        self._sums_on(feats[0].device)
+        onehot = torch.nn.functional.one_hot(y.to(feats[0].device), self.num_classes).double()
         for s, h in zip(self._sum, feats):
-            s += onehot.t() @ h.detach().cpu().double()
+            s += onehot.t() @ h.detach().double()
         self._count += onehot.sum(0)
 
     @torch.no_grad()
     def add_target(self, probs: torch.Tensor):
-        self._pred_sum += probs.detach().cpu().double().sum(0)
+        self._sums_on(probs.device)
+        self._pred_sum += probs.detach().double().sum(0)
         self._pred_count += probs.shape[0]
 
     def refresh_from_sums(self):

@@ -1,35 +1,89 @@
-"""Command line: ``python -m dmp {train, config, data, ...}``."""
+"""Command line: ``python -m dmp {train, config, data, ...}``.
+
+Every error ends the command with one line ``error: ...`` on stderr and exit status 2; ``python -m dmp --debug
+...`` shows the traceback instead."""
 from __future__ import annotations
 
 import argparse
 import sys
 
 
-def _train(args):
-    from .config import load_yaml, parse_overrides
-    from .train import train
+def user_config(args) -> dict:
+    """The run config of the command line: ``--config`` YAML, then ``key=value`` overrides; ``source``/``target``
+    given as the paper's domain letters (``source=S``) become the registry's domain names, so a run records (and
+    resumes under) one name per domain."""
+    import yaml
+
+    from .config import ConfigError, load_yaml, parse_overrides
 
     user = load_yaml(args.config) if args.config else {}
-    user.update(parse_overrides(args.overrides))
+    for item in args.overrides:
+        try:
+            user.update(parse_overrides([item]))
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or exc
+            raise ConfigError(f"override {item!r}: the value is not valid YAML ({problem})") from None
+    if "dataset" in user:
+        from .data.registry import get_dataset
+
+        spec = get_dataset(str(user["dataset"]))
+        for key in ("source", "target"):
+            if isinstance(user.get(key), str):
+                user[key] = spec.domain(user[key]).name
+    return user
+
+
+def _train(args):
+    from .config import ConfigError
+    from .train import train
+
+    user = user_config(args)
+    if user.get("device") == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("device=cuda, but torch finds no usable CUDA GPU here (torch.cuda.is_available() is "
+                              "False): use device=cpu, or device=auto to take a GPU only where there is one")
     metrics = train(user, args.out, progress=not args.quiet)
     print(f"{args.out}: target accuracy {metrics['accuracy']:.2f} %, "
           f"mean class accuracy {metrics['mean_class_accuracy']:.2f} %")
 
 
 def _config(args):
-    from .config import describe, load_yaml, parse_overrides, resolve
+    from .config import describe, resolve
 
     if args.show:
         print(describe())
         return
     import yaml
-    user = load_yaml(args.config) if args.config else {}
-    user.update(parse_overrides(args.overrides))
-    print(yaml.safe_dump(resolve(user), sort_keys=True), end="")
+    cfg = resolve(user_config(args))
+    if args.schedule:
+        import json
+
+        from .data.splits import split_size
+        from .train.schedule import schedule
+        n_source = split_size(cfg["dataset"], cfg["source"], cfg["source_split"])
+        print(json.dumps(dict(schedule(cfg, n_source), source_samples=n_source), indent=1))
+        return
+    print(yaml.safe_dump(cfg, sort_keys=True), end="")
+
+
+def _pretrain_demo(args):
+    import torch
+
+    from .train.pretrain import pretrain_demo_backbone
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    info = pretrain_demo_backbone(args.out, progress=not args.quiet)
+    print(f"{info['path']}: demo backbone pre-trained on {info['classes']} generated classes "
+          f"({info['iterations']} iterations, training accuracy over the last 100 steps "
+          f"{info['train_accuracy']:.1f} %)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m dmp", description=__doc__)
+    parser.add_argument("--debug", action="store_true", help="on an error, show the traceback (before the command: "
+                        "python -m dmp --debug train ...)")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("train", help="train one task (resumes from OUT/checkpoint.pt)")
     p.add_argument("--config", help="run config YAML")
@@ -40,8 +94,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("config", help="print the resolved config (or --show every key and default)")
     p.add_argument("--config")
     p.add_argument("--show", action="store_true")
+    p.add_argument("--schedule", action="store_true", help="print the run's schedule (iterations, epochs, "
+                   "warm-ups, anchor refreshes) as JSON; needs no data")
     p.add_argument("overrides", nargs="*", metavar="key=value")
     p.set_defaults(func=_config)
+    p = sub.add_parser("pretrain-demo", help="pre-train the demo's small CNN once on generated shapes (the demo's "
+                       "stand-in for ImageNet weights) and write its weights file")
+    p.add_argument("--out", required=True, help="weights file to write (then pass weights_path=FILE)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_pretrain_demo)
     try:
         from .data import cli as data_cli
         data_cli.add_subparsers(sub)
@@ -57,9 +119,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None):
-    from .config import ConfigError
+def error_message(exc: BaseException) -> str:
+    """One line saying what went wrong.  Errors the package raises on purpose (bad config, missing data, corrupt
+    checkpoint: ValueError, KeyError) and the system's (OSError: missing file, disk full, read-only folder) are
+    their message; anything else (a bug, a library's failure) is prefixed with its type."""
+    import yaml
 
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        where = [(exc.context, exc.context_mark), (exc.problem, exc.problem_mark)]
+        text = f"{exc.problem_mark.name}: malformed YAML: " + ": ".join(
+            f"{what} (line {mark.line + 1}, column {mark.column + 1})" for what, mark in where if what and mark)
+    elif isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    elif isinstance(exc, KeyError) and exc.args:
+        text = str(exc.args[0])
+    elif isinstance(exc, (ValueError, OSError, yaml.YAMLError)):
+        text = str(exc)
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+        cause = exc.__cause__ or exc.__context__
+        while cause is not None and not (isinstance(cause, OSError) and cause.strerror):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:  # e.g. torch.save on a full disk: RuntimeError raised while handling ENOSPC
+            text = f"{error_message(cause)} ({text})"
+    return " ".join(text.split()) or type(exc).__name__
+
+
+def run_command(func, args, debug: bool = False):
+    """``sys.exit(func(args))``; an exception becomes ``error: <one line>`` and exit status 2 (the traceback only
+    with ``debug``).  Shared by ``python -m dmp``, ``python -m dmp.tables`` and ``python -m dmp.suite``."""
+    try:
+        code = func(args)
+    except Exception as exc:
+        if debug:
+            raise
+        print(f"error: {error_message(exc)}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(code or 0)
+
+
+def main(argv=None):
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     bad = [e for e in extra if "=" not in e or e.startswith("-")]
@@ -67,12 +171,7 @@ def main(argv=None):
         parser.error(f"unrecognized arguments: {' '.join(bad or extra)}")
     if extra:
         args.overrides = list(args.overrides) + extra
-    try:
-        code = args.func(args)
-    except (ConfigError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    sys.exit(code or 0)
+    run_command(args.func, args, args.debug)
 
 
 if __name__ == "__main__":

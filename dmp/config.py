@@ -12,6 +12,7 @@ A run config is built in three layers (later wins):
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Callable
 
 import yaml
@@ -37,8 +38,8 @@ def _choice(*values):
 
 
 def _nonneg():
-    return dict(check=lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
-                expect="a number >= 0")
+    return dict(check=lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf,
+                expect="a finite number >= 0")
 
 
 def _pos_int(allow_none=False):
@@ -52,15 +53,18 @@ def _int_ge0():
                 expect="an integer >= 0")
 
 
-def _start():
+def _when(positive=False):
+    """An iteration count, or ``"<E>ep"`` for E epochs (see dmp/train/schedule.py)."""
     def check(v):
         if isinstance(v, str) and v.endswith("ep"):
             try:
-                return float(v[:-2]) >= 0
+                e = float(v[:-2])
             except ValueError:
                 return False
-        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-    return dict(check=check, expect="an iteration >= 0 or '<E>ep' (E source epochs)")
+            return math.isfinite(e) and (e > 0 if positive else e >= 0)
+        return isinstance(v, int) and not isinstance(v, bool) and (v > 0 if positive else v >= 0)
+    bound = "> 0" if positive else ">= 0"
+    return dict(check=check, expect=f"an iteration count {bound} or '<E>ep' (E epochs, E {bound})")
 
 
 PARAMS: dict[str, Param] = {
@@ -94,21 +98,32 @@ PARAMS: dict[str, Param] = {
     "inter_absent": Param("zero", "classes absent from the source batch in L_inter: 'zero' = the paper's "
                           "all-zero class centre, 'skip' = only pairs of classes present in the batch",
                           **_choice("zero", "skip")),
-    "weight_norm": Param("mean_one", "normalisation of the class weights w before use: mean_one = c*w "
-                         "(uniform weights change nothing, so vanilla is the unweighted equations), "
-                         "sum_one = the paper's w (sums to 1)", **_choice("mean_one", "sum_one")),
+    "weight_norm": Param("sum_one", "class weights of Eq. WeightedIntraLoss: sum_one = Eq. ClassWeight as printed "
+                         "(1/c vanilla, pi partial; 'constant mass'), mean_one = c times that (vanilla then is "
+                         "the unweighted Eq. IntraLoss&Truncated). Source rows of the alignment are weighted in "
+                         "the partial setting only",
+                         **_choice("sum_one", "mean_one")),
     "intra_start": Param("15ep", "when the intra-class (target) term is switched on: an iteration, or '<E>ep' "
-                         "for E source epochs (paper, Office-31 A->W: after 15 epochs; other datasets: not "
-                         "stated, we use the same)", **_start()),
-    "inter_start": Param(0, "when the inter-class term is switched on (iteration or '<E>ep')", **_start()),
+                         "(paper, Office-31 A->W: after 15 epochs; other datasets: not stated, we use the same)",
+                         **_when()),
+    "inter_start": Param(0, "when the inter-class term is switched on (iteration or '<E>ep')", **_when()),
     "anchor_mode": Param("full_pass", "full_pass = no-grad pass over the whole source (and, for partial, "
-                         "target) set, as Algorithm DMP; accumulate = means of the training batches since the "
-                         "last refresh (the authors' earlier code)", **_choice("full_pass", "accumulate")),
-    "anchor_period": Param(None, "T_up: anchor refresh period in iterations; null = one source epoch",
-                           **_pos_int(allow_none=True)),
+                         "target) set every T_up, as Algorithm DMP; accumulate = means of the training batches "
+                         "since the last refresh (the authors' earlier code)", **_choice("full_pass", "accumulate")),
+    "anchor_bn": Param("batch", "BatchNorm during the full anchor pass: batch = per-domain batch statistics of "
+                       "shuffled batches of batch_size (as the losses see them; running statistics untouched); "
+                       "eval = running statistics (blended over both domains)", **_choice("batch", "eval")),
+    "anchor_period": Param("1ep", "T_up: anchor refresh period, iterations or '<E>ep' (paper: 'after every "
+                           "epoch or several iterations')", **_when(positive=True)),
+    # --- schedule (dmp/train/schedule.py; `python -m dmp config --schedule` prints it) --------------------
+    "epochs": Param(40, "T_max in epochs (not stated in the paper; see docs/method.md)",
+                    check=lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf,
+                    expect="a number > 0"),
+    "epoch_iterations": Param(None, "iterations per epoch; null = one pass over the source training split "
+                              "(ceil(n_s / batch_size)); VisDA fixes it (1000)", **_pos_int(allow_none=True)),
     # --- model ------------------------------------------------------------------------------
     "backbone": Param("resnet50", "backbone registry name", **_choice("resnet50", "resnet101", "smallcnn",
-                                                                       "identity")),
+                                                                       "smallcnn_gn", "identity")),
     "pretrained": Param(True, "load ImageNet weights for resnet backbones (never silently random)",
                         **_choice(True, False)),
     "weights_path": Param(None, "explicit local weights file for the backbone",
@@ -116,12 +131,17 @@ PARAMS: dict[str, Param] = {
     "bottleneck_dims": Param([1024, 512], "widths of the manifold layers (LeakyReLU(0.2) then Tanh)",
                              lambda v: isinstance(v, list) and len(v) >= 1
                              and all(isinstance(x, int) and x > 0 for x in v), "a list of positive ints"),
+    "manifold_bn": Param(True, "BatchNorm1d after each manifold layer's Linear (the authors' DRMEA code; the paper "
+                         "names only the activations)", **_choice(True, False)),
     "standardize": Param(False, "z-score input features with source statistics (feature datasets)",
+                         **_choice(True, False)),
+    "sample_norm": Param(False, "array/feature datasets: scale each sample to zero mean and unit variance (the "
+                         "same for every method; for digits it removes the ink-density difference of the domains)",
                          **_choice(True, False)),
     # --- optimisation -----------------------------------------------------------------------
     "optimizer": Param("adam", "adam or sgd (momentum 0.9, nesterov off)", **_choice("adam", "sgd")),
-    "lr": Param(2e-4, "learning rate of the new layers", check=lambda v: isinstance(v, float) and v > 0,
-                expect="a number > 0"),
+    "lr": Param(2e-4, "learning rate of the new layers",
+                check=lambda v: isinstance(v, float) and 0 < v < math.inf, expect="a finite number > 0"),
     "backbone_lr_mult": Param(0.1, "backbone lr = lr * backbone_lr_mult", **_nonneg()),
     "betas": Param([0.9, 0.999], "Adam betas", lambda v: isinstance(v, list) and len(v) == 2, "[b1, b2]"),
     "momentum": Param(0.9, "SGD momentum", **_nonneg()),
@@ -130,27 +150,48 @@ PARAMS: dict[str, Param] = {
                          **_choice("constant", "anneal")),
     "batch_size": Param(50, "b_s, per domain", check=lambda v: isinstance(v, int) and v >= 2,
                         expect="an integer >= 2"),
-    "iterations": Param(5000, "T_max: training iterations", **_pos_int()),
+    "iterations": Param(None, "T_max in iterations, overriding epochs (short runs, tests); null = epochs x "
+                        "iterations per epoch", **_pos_int(allow_none=True)),
     # --- data / execution -------------------------------------------------------------------
     "resize": Param(256, "image resize (train and test)", **_pos_int()),
     "crop": Param(224, "image crop (random at train, centre at test)", **_pos_int()),
-    "num_workers": Param(0, "DataLoader workers", **_int_ge0()),
+    "num_workers": Param("auto", "DataLoader workers per image stream (a DMP run has two); auto = min(8, usable "
+                         "cores - 1), 0 for data held in memory (docs/benchmarks.md)",
+                         check=lambda v: v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+                         expect="an integer >= 0 or auto"),
     "eval_batch_size": Param(256, "batch size of no-grad passes", **_pos_int()),
     "interpolation_per_class": Param(100, "target samples per class for the interpolation analysis",
                                      **_pos_int()),
     "seed": Param(0, "random seed (python, numpy, torch, DataLoader workers)", **_int_ge0()),
     "device": Param("auto", "cpu, cuda or auto", **_choice("cpu", "cuda", "auto")),
     "threads": Param(None, "torch CPU threads; null = torch's default", **_pos_int(allow_none=True)),
-    "deterministic": Param(True, "torch.use_deterministic_algorithms", **_choice(True, False)),
+    "deterministic": Param(True, "torch.use_deterministic_algorithms (CUDA); false lets cuDNN pick the fastest "
+                           "kernels (cudnn.benchmark)", **_choice(True, False)),
+    "precision": Param("fp32", "fp32, or bf16 = torch.autocast(bfloat16) on the model's forward passes (training, "
+                       "anchor pass, evaluation); losses and manifold distances stay fp32/fp64",
+                       **_choice("fp32", "bf16")),
     "checkpoint_every": Param(500, "iterations between checkpoints", **_pos_int()),
     "log_every": Param(10, "iterations between log.csv rows", **_pos_int()),
+    "log_accuracy_every": Param(0, "iterations between target-accuracy measurements for the convergence figure "
+                                "(metrics.json accuracy_log; 0 = never). Plotted only, never used to select a model; "
+                                "the training itself is the same", **_int_ge0()),
+    "save_features": Param(100, "at the end of a run, save the last manifold layer's features of up to this many "
+                           "source and target samples per class (with labels, predictions and interpolations) to "
+                           "features.npz, for the t-SNE and d' figures; 0 = none", **_int_ge0()),
 }
 
 # The paper's stated settings (paper Sec. "Datasets and Experimental Setting", NOTES.md). Keys not listed
 # here keep the defaults above; every value that is not from the paper is a default above, documented there.
 _ADAM_OFFICE = dict(optimizer="adam", lr=2e-4, betas=[0.9, 0.999], batch_size=50, backbone="resnet50")
+# VisDA: an epoch is 1000 iterations (32k images; one pass over the 152k synthetic images would be 4763), so
+# that the warm-up and the anchor period keep the meaning they have on the small datasets.
 _VISDA = dict(optimizer="sgd", lr=3e-3, momentum=0.9, weight_decay=5e-4, batch_size=32,
-              lr_schedule="anneal")
+              lr_schedule="anneal", epoch_iterations=1000, epochs=30, intra_start="10ep")
+# The demo: a miniature of the paper's regime. The small CNN is pre-trained once on a generated corpus that is no
+# demo domain (the demo's "ImageNet", dmp/train/pretrain.py) and fine-tuned at 0.1x lr; the intra-class term
+# starts after a warm-up at the same share of training as the paper's A->W (15 of 40 epochs).
+_DEMO = dict(backbone="smallcnn", pretrained=True, resize=24, crop=20, batch_size=32, lr=1e-3, epochs=16,
+             intra_start="6ep", anchor_period="1ep")
 PRESETS: dict[tuple[str, str], dict[str, Any]] = {
     **{(ds, "vanilla"): dict(_ADAM_OFFICE, lambda1=10.0, lambda2=5e3)
        for ds in ("office31", "officehome", "imageclef")},
@@ -161,14 +202,14 @@ PRESETS: dict[tuple[str, str], dict[str, Any]] = {
     # Embedded CPU demo and the frozen-feature protocol (ours, not the paper's).
     # The manifold layers keep the paper's widths (1024, 512) everywhere: lambda2 is tied to the 1/d_l^2 factor
     # of the metrics, so narrower layers would make the alignment term (1024/d)^2 times stronger.
-    ("demo", "vanilla"): dict(backbone="smallcnn", pretrained=False, resize=24, crop=20, batch_size=32,
-                              lr=1e-3, iterations=150, intra_start="10ep", anchor_period=50, lambda2=5e3),
-    ("demo", "partial"): dict(backbone="smallcnn", pretrained=False, resize=24, crop=20, batch_size=32,
-                              lr=1e-3, iterations=150, intra_start="10ep", anchor_period=50, lambda2=1.0),
+    ("demo", "vanilla"): dict(_DEMO, lambda2=5e3),
+    ("demo", "partial"): dict(_DEMO, lambda2=1.0),
     ("office_caltech10", "vanilla"): dict(backbone="identity", pretrained=False, standardize=True,
-                                          batch_size=32, iterations=1000),
-    ("mnist_usps", "vanilla"): dict(backbone="smallcnn", pretrained=False, batch_size=32, lr=1e-3,
-                                    iterations=1500, intra_start="5ep"),
+                                          batch_size=32),
+    # Digits from scratch (no pre-trained backbone, so no 0.1x backbone lr), per-sample normalisation and
+    # GroupNorm in the CNN: a source-trained BatchNorm normalises USPS with MNIST statistics (docs/method.md).
+    ("mnist_usps", "vanilla"): dict(backbone="smallcnn_gn", pretrained=False, batch_size=32, lr=1e-3,
+                                    backbone_lr_mult=1.0, sample_norm=True, epochs=24, intra_start="5ep"),
 }
 
 
@@ -228,6 +269,19 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+def resolve_workers(value) -> int:
+    """The DataLoader worker count of config ``num_workers``: an integer as is; ``auto`` = min(8, usable cores - 1),
+    the usable cores being the CPUs this process may run on (a SLURM job's allocation, a taskset)."""
+    if value != "auto":
+        return int(value)
+    import os
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(0, min(8, cores - 1))
+
+
 def load_yaml(path) -> dict[str, Any]:
     with open(path) as fh:
         data = yaml.safe_load(fh) or {}
@@ -240,3 +294,21 @@ def describe() -> str:
     """Human-readable table of every parameter, its default and its meaning."""
     width = max(map(len, PARAMS))
     return "\n".join(f"{k:<{width}}  {p.default!r:<14}  {p.help}" for k, p in PARAMS.items())
+
+
+def check_values(values: dict[str, Any], where: str) -> None:
+    """Validate ``values``, a part of a run config written elsewhere than the command line (the Snakemake suite's
+    ``train:`` or an ``overrides[i].set``), key by key against :data:`PARAMS`; errors name ``<where>.<key>``."""
+    import difflib
+
+    if not isinstance(values, dict):
+        raise ConfigError(f"{where} must be a mapping of key: value, got {values!r}")
+    for key, value in values.items():
+        if key not in PARAMS:
+            close = difflib.get_close_matches(str(key), PARAMS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{where}.{key}: unknown config key{hint}; see python -m dmp config --show")
+        try:  # the key alone on the defaults: the same coercions and checks as a run's config
+            resolve({"dataset": "-", "source": "-", "target": "-", "preset": "none", key: value})
+        except ConfigError:
+            raise ConfigError(f"{where}.{key} = {value!r} is invalid: expected {PARAMS[key].expect}") from None

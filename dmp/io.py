@@ -5,16 +5,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import re
+import secrets
 from pathlib import Path
 from typing import Callable
 
+# Temporary files of atomic_write: ``.NAME.XXXX.tmp.EXT`` beside ``NAME.EXT`` (XXXX random).
+TEMP_NAME = re.compile(r"\..+\.\w+\.tmp(\.[^.]+)?")
+
 
 def atomic_write(path, write: Callable, binary: bool = True) -> None:
-    """Call ``write(fh)`` on a temporary file beside ``path`` (same suffix), fsync it, then rename it into place."""
+    """Call ``write(fh)`` on a temporary file beside ``path`` (same suffix), fsync it, then rename it into place.
+    The file is created like ``open()`` creates one: mode 0666 less the process umask."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp{path.suffix}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": "\n"})) as fh:
             write(fh)
@@ -22,8 +28,17 @@ def atomic_write(path, write: Callable, binary: bool = True) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+def remove_temp_files(folder) -> list[str]:
+    """Delete the temporary files that :func:`atomic_write` leaves in ``folder`` when killed mid-write; returns
+    their names."""
+    found = [p for p in Path(folder).glob(".*.tmp*") if TEMP_NAME.fullmatch(p.name)]
+    for p in found:
+        p.unlink(missing_ok=True)
+    return [p.name for p in found]
 
 
 def write_text(path, text: str) -> None:

@@ -15,7 +15,6 @@ import argparse
 import hashlib
 import json
 import os
-import shlex
 import sys
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -26,7 +25,7 @@ import yaml
 TABLES = ("vanilla", "partial", "manifold_ablation", "sample_size", "time", "interpolation")
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Code that does not change a training result: editing it must not rerun the (expensive) training jobs.
-NOT_TRAINING_CODE = ("tables", "suite.py")
+NOT_TRAINING_CODE = ("tables", "figures", "suite.py")
 
 
 def task_slug(task: str) -> str:
@@ -51,13 +50,17 @@ class Run:
     source_split: str
     target_split: str
     seed: int | None = None
+    # Non-default trainer settings of a figure's run (``lambda1=0.5,lambda2=100``, ``k=3``; see
+    # :func:`variant_name`), a folder of its own before ``seed<k>``; "" for every table run.
+    variant: str = ""
 
     def folder(self, results: str) -> str:
         """Run directory (``seed`` must be set)."""
         if self.seed is None:
             raise ValueError(f"run {self} has no seed: cannot name its folder")
+        variant = f"/{self.variant}" if self.variant else ""
         return (f"{results}/runs/{self.dataset}/{self.setting}/{task_slug(self.task)}/{self.method}/{self.metric}/"
-                f"{self.source_split}-{self.target_split}/seed{self.seed}")
+                f"{self.source_split}-{self.target_split}{variant}/seed{self.seed}")
 
     def metrics_path(self, results: str) -> str:
         return f"{self.folder(results)}/metrics.json"
@@ -68,6 +71,22 @@ class Run:
 
 RUN_PATTERN = ("{results}/runs/{dataset}/{setting}/{task}/{method}/{metric}/{source_split}-{target_split}/"
                "seed{seed}/metrics.json")
+# Runs of the figures with non-default trainer settings (rule train_variant, workflow/rules/figures.smk).
+VARIANT_RUN_PATTERN = RUN_PATTERN.replace("/seed{seed}", "/{variant}/seed{seed}")
+VARIANT_RE = r"[a-z0-9_]+=[A-Za-z0-9_.+-]+(,[a-z0-9_]+=[A-Za-z0-9_.+-]+)*"
+
+
+def variant_name(values: dict) -> str:
+    """The folder name of a run with trainer settings ``values`` (``{"lambda1": 0.5, "k": 3}`` ->
+    ``k=3,lambda1=0.5``): keys sorted, values in YAML flow syntax (read back by :func:`variant_values`)."""
+    return ",".join(f"{k}={yaml_value(values[k])}" for k in sorted(values))
+
+
+def variant_values(variant: str) -> dict:
+    """The trainer settings of a variant folder name (inverse of :func:`variant_name`)."""
+    if not variant:
+        return {}
+    return {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in variant.split(","))}
 
 
 @dataclass(frozen=True)
@@ -100,10 +119,20 @@ def default_split(setting: str) -> str:
     return "partial" if setting == "partial" else "full"
 
 
+# Trainer keys the suite sets for every run from the tables, ``seeds`` and ``threads``: a config's ``train:`` or
+# ``overrides[].set`` must not set them (they would be overridden, or would relabel the run).
+RUN_KEYS = ("dataset", "source", "target", "setting", "method", "metric", "seed", "source_split", "target_split")
+SUITE_KEYS = (*RUN_KEYS, "threads")
+
+
 class Suite:
     """A validated suite configuration (config/config.yaml or config/demo.yaml, already schema-checked)."""
 
     def __init__(self, config: dict, registry=None):
+        if not isinstance(config, dict) or not isinstance(config.get("seeds"), list) \
+                or not isinstance(config.get("tables"), dict):
+            raise ValueError("a suite config needs `seeds` (a list) and `tables` (a mapping): see "
+                             "workflow/schemas/config.schema.yaml")
         self.config = config
         self.results = str(config.get("results", "results"))
         self.seeds = [int(s) for s in config["seeds"]]
@@ -159,6 +188,35 @@ class Suite:
                     if spec.kind == "images" and split not in spec.splits:
                         raise ValueError(f"config {where}: dataset {run.dataset!r} has no split {split!r} "
                                          f"(its splits: {', '.join(spec.splits)})")
+        if "train" in self.config or "overrides" in self.config:
+            self.validate_training()
+
+    def validate_training(self):
+        """Check the trainer settings before any job runs: every key of ``train:`` and ``overrides[].set`` against
+        the trainer's registry (dmp/config.py), then the config each run of the tables would train with (what
+        ``python -m dmp train`` will resolve, and ``k`` <= the dataset's classes).  Errors name the config key."""
+        from .config import ConfigError, check_values, parse_overrides, resolve
+
+        sections = [("train", self.config.get("train") or {})] + [
+            (f"overrides[{i}].set", e["set"]) for i, e in enumerate(self.config.get("overrides", []))]
+        for where, values in sections:
+            reserved = [k for k in SUITE_KEYS if isinstance(values, dict) and k in values]
+            if reserved:
+                raise ConfigError(f"config {where}.{reserved[0]}: '{reserved[0]}' is set for each run by the suite "
+                                  f"(from the tables, `seeds` and `threads`), it cannot be given in `train` or "
+                                  f"`overrides`")
+            check_values(values, f"config {where}")
+        for run in sorted({r.with_seed(self.seeds[0]) for r in self.all_runs()}):
+            try:
+                cfg = resolve(parse_overrides(self.train_args(run)))
+            except ConfigError as err:
+                where = " and ".join(w for w, _ in self._layers(run))
+                raise ConfigError(f"config {where}, run {run.folder(self.results)}: {err}") from None
+            classes = len(self.class_names(run.dataset))
+            if cfg["k"] > classes:
+                where = next((f"config {w}.k" for w, v in reversed(self._layers(run)) if "k" in v), "preset k")
+                raise ConfigError(f"{where} = {cfg['k']} is larger than the number of classes of dataset "
+                                  f"{run.dataset!r} ({classes}), used by the tables (run {run.folder(self.results)})")
 
     # ---------------------------------------------------------------- tables -> cells
     def table_cells_by_table(self) -> dict[str, list[Cell]]:
@@ -281,27 +339,47 @@ class Suite:
         return sorted(k.with_seed(s) for k in keys for s in self.seeds)
 
     def run_from_wildcards(self, w) -> Run:
-        """The Run of the train rule's wildcards (``task`` as the folder slug 'A-W')."""
+        """The Run of the train rule's wildcards (``task`` as the folder slug 'A-W'; ``variant`` for the figures'
+        rule train_variant)."""
         return Run(w.dataset, w.setting, task_from_slug(w.task), w.method, w.metric, w.source_split,
-                   w.target_split, int(w.seed))
+                   w.target_split, int(w.seed), getattr(w, "variant", ""))
 
-    def overrides(self, run: Run) -> dict:
-        """Trainer overrides of a run: config ``train``, then each ``overrides`` entry whose ``when`` matches."""
-        values = dict(self.config.get("train", {}))
+    def demo_weights(self) -> str:
+        """The demo backbone's pre-trained weights (rule demo_weights), used by demo runs with ``demo_data``."""
+        return f"{self.results}/weights/smallcnn_demo.pt"
+
+    def _layers(self, run: Run) -> list[tuple[str, dict]]:
+        """The config sections that set trainer keys of ``run``, in order (later wins): ``train``, then each
+        ``overrides[i].set`` whose ``when`` matches the run."""
         fields = {"dataset": run.dataset, "setting": run.setting, "task": run.task, "method": run.method,
                   "metric": run.metric}
-        for entry in self.config.get("overrides", []):
-            if all(fields[k] == v for k, v in entry["when"].items()):
-                values.update(entry["set"])
+        return [("train", self.config.get("train") or {})] + [
+            (f"overrides[{i}].set", e["set"]) for i, e in enumerate(self.config.get("overrides", []))
+            if all(fields[k] == v for k, v in e["when"].items())]
+
+    def overrides(self, run: Run) -> dict:
+        """Trainer overrides of a run: config ``train``, then each ``overrides`` entry whose ``when`` matches.
+        Demo runs of a suite that generates the demo (``demo_data``) load the backbone from :meth:`demo_weights`."""
+        (_, values), *matching = self._layers(run)
+        values = dict(values)
+        if run.dataset == "demo" and self.config.get("demo_data", False):
+            values.setdefault("weights_path", self.demo_weights())
+        for _, layer in matching:
+            values.update(layer)
+        values.update(variant_values(run.variant))
         return values
+
+    def run_config(self, run: Run) -> dict:
+        """The trainer keys that identify a run (:data:`RUN_KEYS`), as its ``metrics.json`` records them."""
+        source, target = self.domains(run.dataset, run.task, f"run {run.folder(self.results)}")
+        return {"dataset": run.dataset, "source": source, "target": target, "setting": run.setting,
+                "source_split": run.source_split, "target_split": run.target_split, "method": run.method,
+                "metric": run.metric, "seed": run.seed}
 
     def train_args(self, run: Run) -> list[str]:
         """``key=value`` arguments of ``python -m dmp train`` for a run (values in YAML flow syntax).  The rule adds
         ``threads=`` itself: the thread count changes speed, not results, so it must not make a run stale."""
-        source, target = self.domains(run.dataset, run.task, f"run {run.folder(self.results)}")
-        values = {**self.overrides(run), "dataset": run.dataset, "source": source, "target": target,
-                  "setting": run.setting, "source_split": run.source_split, "target_split": run.target_split,
-                  "method": run.method, "metric": run.metric, "seed": run.seed}
+        values = {**self.overrides(run), **self.run_config(run)}
         return [f"{k}={yaml_value(v)}" for k, v in values.items()]
 
     def data_version(self, dataset: str) -> str:
@@ -344,10 +422,6 @@ def _yaml_value(value_json: str) -> str:
     return text
 
 
-def shell_args(args: list[str]) -> str:
-    return " ".join(shlex.quote(a) for a in args)
-
-
 @lru_cache(maxsize=None)
 def training_code_version() -> str:
     """sha256 (16 hex) of the ``dmp/**/*.py`` files that can change a training result (all but dmp/tables/ and
@@ -357,7 +431,7 @@ def training_code_version() -> str:
 
 
 SIGNATURE_FILE = "suite_signature.txt"
-STALE_FILES = ("checkpoint.pt", "metrics.json", "log.csv")
+STALE_FILES = ("checkpoint.pt", "metrics.json", "log.csv", "features.npz")
 
 
 def prepare(run_dir: str | os.PathLike, signature: str) -> bool:
@@ -419,11 +493,16 @@ def main(argv=None):
     p.add_argument("signature")
     p = sub.add_parser("timing", help="summarise where the time of the finished train jobs went")
     p.add_argument("results", help="the suite's results folder (e.g. results/demo)")
+    parser.add_argument("--debug", action="store_true", help="on an error, show the traceback")
     args = parser.parse_args(argv)
+    from .cli import run_command
+    run_command(_run, args, args.debug)
+
+
+def _run(args):
     if args.command == "timing":
         print(timing(args.results))
-        return
-    if prepare(args.run_dir, args.signature):
+    elif prepare(args.run_dir, args.signature):
         print(f"{args.run_dir}: removed files of a run with other code/arguments (signature {args.signature})",
               file=sys.stderr)
 

@@ -19,10 +19,9 @@ def class_weights(mean_prediction: torch.Tensor | None, num_classes: int, settin
 
 
 def normalise_weights(w: torch.Tensor, mode: str) -> torch.Tensor:
-    """``sum_one``: the paper's :math:`\\hat w` as is. ``mean_one``: :math:`c \\hat w`, so that uniform weights
-    are all ones and the vanilla setting reduces exactly to the unweighted Eqs. (IntraLoss&Truncated) and
-    (AlignLoss) (our default; with ``sum_one`` the vanilla losses would be rescaled by 1/c and the source
-    covariance by 1/c^2, which matters for the Log-Euclidean metric)."""
+    r"""``sum_one`` (default): the paper's :math:`\hat w` as is (sums to one: "constant mass"). ``mean_one``:
+    :math:`c \hat w`, so that uniform weights are all ones and the vanilla intra-class loss is the unweighted
+    Eq. (IntraLoss&Truncated)."""
     if mode == "sum_one":
         return w
     if mode == "mean_one":

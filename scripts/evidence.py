@@ -1,13 +1,18 @@
-"""Evidence on the small real transfer data in ../shared/data (not part of the product):
+"""Evidence that DMP behaves as the paper reports, on data small enough for a CPU (not part of the product):
 
-* MNIST -> USPS and USPS -> MNIST (16x16 digits) with the small CNN;
-* Office-Caltech10 GoogLeNet features, all six tasks, frozen-feature protocol (identity backbone);
+* ``demo``: the generated shapes, with the backbone pre-trained on the demo's stand-in for ImageNet
+  (``python -m dmp pretrain-demo``), vanilla and partial tasks of the demo tables;
+* ``office_caltech10``: GoogLeNet features of Office-Caltech10, all six tasks (identity backbone);
+* ``mnist_usps``: MNIST <-> USPS digits, a small CNN from scratch;
 
-each with source-only, DMP, DMP (No AL) and DMP (No DS), several seeds. Every run is a normal training run
-(``results/evidence/runs/...``: metrics.json with config, seed, git commit, dataset version); this script only
-launches them and aggregates their metrics.json files into ``docs/evidence.md`` (mean +- std over seeds).
+with source-only, DMP and its ablations (vanilla) or source-only, DMP, DMP+ent (partial), 3 seeds, the paper's
+hyper-parameters (presets of dmp/config.py), the model at the last iteration (no target labels). Also
+``--study anchors`` (the anchor/BatchNorm modes) and ``--study grid`` (the paper's lambda1 x lambda2 grid on one
+demo task and on Office-Caltech10 A->W). Every run is a normal training run under ``results/evidence/runs``
+(metrics.json: config, seed, git commit, dataset version); this script launches them and aggregates their
+metrics.json files into ``docs/evidence.md`` (mean +- sample std over seeds).
 
-    python scripts/evidence.py [--seeds 3] [--jobs 2] [--only office_caltech10]
+    python scripts/evidence.py [--seeds 3] [--jobs 2] [--study main anchors grid] [--only demo] [--report-only]
 """
 from __future__ import annotations
 
@@ -23,82 +28,193 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-METHODS = {"source_only": "Source only", "dmp": "DMP", "dmp_no_al": "DMP (No AL)", "dmp_no_ds": "DMP (No DS)"}
-TASKS = {
-    "office_caltech10": [("amazon", "dslr"), ("amazon", "webcam"), ("dslr", "amazon"), ("dslr", "webcam"),
-                         ("webcam", "amazon"), ("webcam", "dslr")],
-    "mnist_usps": [("mnist", "usps"), ("usps", "mnist")],
-}
-SHORT = {"amazon": "A", "dslr": "D", "webcam": "W", "mnist": "M", "usps": "U"}
+NAMES = {"source_only": "Source only", "dmp": "DMP", "dmp_no_al": "DMP (No AL)", "dmp_no_ds": "DMP (No DS)",
+         "dmp_ent": "DMP+ent"}
+VANILLA = ["source_only", "dmp_no_al", "dmp_no_ds", "dmp"]
+PARTIAL = ["source_only", "dmp", "dmp_ent"]
+OC10 = [("amazon", "dslr"), ("amazon", "webcam"), ("dslr", "amazon"), ("dslr", "webcam"), ("webcam", "amazon"),
+        ("webcam", "dslr")]
+DEMO = [("solid", "outline"), ("solid", "noisy")]  # the demo tables' tasks (config/demo.yaml)
+# (dataset, setting, tasks, methods)
+MAIN = [("demo", "vanilla", DEMO, VANILLA), ("demo", "partial", DEMO, PARTIAL),
+        ("office_caltech10", "vanilla", OC10, VANILLA), ("mnist_usps", "vanilla", [("mnist", "usps"),
+                                                                                  ("usps", "mnist")], VANILLA)]
+ANCHORS = {"batch": dict(anchor_mode="full_pass", anchor_bn="batch"),
+           "eval": dict(anchor_mode="full_pass", anchor_bn="eval"),
+           "accumulate": dict(anchor_mode="accumulate")}
+GRID = {"lambda1": [0.1, 0.5, 1.0, 5.0, 10.0, 50.0], "lambda2": [1e2, 5e2, 1e3, 5e3, 1e4, 5e4]}
+GRID_TASKS = [("demo", ("solid", "outline")), ("office_caltech10", ("amazon", "webcam"))]
+SHORT = {"amazon": "A", "dslr": "D", "webcam": "W", "mnist": "M", "usps": "U", "solid": "S", "outline": "O",
+         "noisy": "N", "blurry": "B"}
+
+
+def demo_weights(out_root: Path) -> str:
+    """The demo's pre-trained backbone (made once, as the demo pipeline's demo_weights rule does), and the demo
+    images (as its demo_data rule does)."""
+    from dmp.data import registry, splits
+    from dmp.data.demo import generate
+    from dmp.train.pretrain import pretrain_demo_backbone
+    if not registry.data_root("demo").exists():
+        generate(registry.data_root("demo"))
+        splits.prepare("demo")
+    path = out_root.parent / "weights" / "smallcnn_demo.pt"
+    if not path.exists():
+        pretrain_demo_backbone(path)
+    return str(path)
 
 
 def run_one(job):
     import torch
 
     from dmp.train import train
-
-    dataset, (src, tgt), method, seed, out, overrides = job
+    cfg, out = job
     torch.set_num_threads(1)
-    cfg = dict(dataset=dataset, source=src, target=tgt, method=method, seed=seed, threads=1, **overrides)
-    m = train(cfg, out, progress=False)
-    return dict(dataset=dataset, task=f"{SHORT[src]}->{SHORT[tgt]}", method=method, seed=seed,
-                accuracy=m["accuracy"], seconds=m["train_seconds"] + m["anchor_seconds"])
+    train(dict(cfg, threads=1, device="cpu"), out, progress=False)
+
+
+def jobs_for(study: str, seeds: int, only, weights: str):
+    def job(dataset, setting, task, method, seed, variant="default", **extra):
+        cfg = dict(dataset=dataset, setting=setting, source=task[0], target=task[1], method=method, seed=seed,
+                   **extra)
+        if dataset == "demo":
+            cfg["weights_path"] = weights
+        out = Path(study, dataset, setting, f"{task[0]}-{task[1]}", method, variant, f"seed{seed}")
+        return cfg, out
+    if study == "main":
+        for dataset, setting, tasks, methods in MAIN:
+            if not only or dataset in only:
+                for task, method, seed in itertools.product(tasks, methods, range(seeds)):
+                    yield job(dataset, setting, task, method, seed)
+    elif study == "anchors":
+        for (dataset, task), (name, extra), seed in itertools.product(
+                [("demo", t) for t in DEMO] + [("office_caltech10", t) for t in OC10[:2]], ANCHORS.items(),
+                range(seeds)):
+            if not only or dataset in only:
+                yield job(dataset, "vanilla", task, "dmp", seed, name, **extra)
+    elif study == "grid":
+        for (dataset, task), l1, l2, seed in itertools.product(GRID_TASKS, GRID["lambda1"], GRID["lambda2"],
+                                                                 range(seeds)):
+            if not only or dataset in only:
+                yield job(dataset, "vanilla", task, "dmp", seed, f"l1={l1:g},l2={l2:g}", lambda1=l1, lambda2=l2)
 
 
 def collect(out_root: Path) -> pd.DataFrame:
     rows = []
-    for path in sorted(out_root.glob("*/*/*/seed*/metrics.json")):
+    for path in sorted(out_root.glob("*/*/*/*/*/*/seed*/metrics.json")):
         m = json.loads(path.read_text())
         c = m["config"]
-        rows.append(dict(dataset=c["dataset"], task=f"{SHORT[c['source']]}->{SHORT[c['target']]}",
-                         method=c["method"], seed=c["seed"], accuracy=m["accuracy"], commit=m["git_commit"],
-                         dataset_version=m["dataset_version"]))
+        study, variant = path.relative_to(out_root).parts[0], path.parts[-3]
+        rows.append(dict(study=study, dataset=c["dataset"], setting=c["setting"], variant=variant,
+                         task=f"{SHORT[c['source']]}->{SHORT[c['target']]}", method=c["method"], seed=c["seed"],
+                         accuracy=m["accuracy"], commit=m["git_commit"][:10], dataset_version=m["dataset_version"]))
     return pd.DataFrame(rows)
 
 
-def render(df: pd.DataFrame, overrides: dict) -> str:
-    lines = ["# Evidence on real transfer data (../shared/data)", "",
-             "Generated by `python scripts/evidence.py`; every cell is mean +- std (sample std) of the target "
-             "accuracy (%) at the last iteration over the seeds listed, from the metrics.json files under "
-             "`results/evidence/runs/` (configs, seeds, git commit and dataset version are recorded there). "
-             "No model selection with target labels.", ""]
-    for dataset, part in df.groupby("dataset"):
-        g = part.groupby(["method", "task"])["accuracy"]
-        table = (g.mean().round(1).astype(str) + " ± " + g.std(ddof=1).fillna(0).round(1).astype(str)).unstack()
-        means = part.groupby(["method", "seed"])["accuracy"].mean().groupby("method")
-        table["Avg"] = means.mean().round(1).astype(str) + " ± " + means.std(ddof=1).fillna(0).round(1).astype(str)
-        table = table.reindex([m for m in METHODS if m in table.index]).rename(index=METHODS)
-        seeds = sorted(part["seed"].unique())
-        lines += [f"## {dataset}", "", f"Seeds: {', '.join(map(str, seeds))}; commits: "
-                  f"{', '.join(sorted(part['commit'].unique()))}; dataset version: "
-                  f"{', '.join(sorted(part['dataset_version'].unique()))}.", "",
-                  f"Run settings: `{json.dumps(overrides.get(dataset, {}))}` on top of the preset "
-                  f"(`python -m dmp config dataset={dataset} source=... target=...` prints the full config).", "",
-                  table.to_markdown(), ""]
-    return "\n".join(lines)
+def _cell(g):
+    return g.mean().round(1).astype(str) + " ± " + g.std(ddof=1).fillna(0).round(1).astype(str)
+
+
+def table(part: pd.DataFrame, index: str, order=None) -> str:
+    """Tasks as columns plus Avg (the mean over tasks per seed, then mean +- std over seeds)."""
+    t = _cell(part.groupby([index, "task"])["accuracy"]).unstack()
+    per_seed = part.groupby([index, "seed"])["accuracy"].mean().groupby(index)
+    t["Avg"] = _cell(per_seed)
+    wins = part.groupby([index, "task"])["accuracy"].mean().unstack()
+    if order:
+        t = t.reindex([o for o in order if o in t.index])
+    t.index = [NAMES.get(i, i) for i in t.index]
+    return t.to_markdown(), wins
+
+
+def render(df: pd.DataFrame) -> str:
+    lines = ["# Evidence on real and generated transfer data", "",
+             "Generated by `python scripts/evidence.py`. Each cell: mean ± sample std of the target accuracy (%) "
+             "at the last iteration over the seeds; Avg = the mean over the tasks, per seed, then mean ± std over "
+             "seeds. Runs: `results/evidence/runs/<study>/<dataset>/<setting>/<task>/<method>/<variant>/seed<k>/"
+             "metrics.json` (config, seed, git commit, dataset version). No target labels are used for selection. "
+             "Hyper-parameters: the presets of `dmp/config.py` (the paper's lambda1 = 10, lambda2 = 5e3 vanilla / "
+             "1 partial, k = 1, d' = b_s - 1), the same for every task; `python -m dmp config dataset=... "
+             "source=... target=...` prints a run's full config.", ""]
+    meta = (f"Seeds: {', '.join(map(str, sorted(df['seed'].unique())))}; commits: "
+            f"{', '.join(sorted(df['commit'].unique()))}.")
+    lines += [meta, ""]
+    main = df[df["study"] == "main"]
+    for (dataset, setting), part in main.groupby(["dataset", "setting"], sort=False):
+        md, wins = table(part, "method", VANILLA if setting == "vanilla" else PARTIAL)
+        lines += [f"## {dataset}, {setting}", "", f"Dataset version: {', '.join(part['dataset_version'].unique())}.",
+                  "", md, ""]
+        if "source_only" in wins.index and "dmp" in wins.index:
+            better = int((wins.loc["dmp"] > wins.loc["source_only"]).sum())
+            lines += [f"DMP above source-only on {better} of {wins.shape[1]} tasks (task means).", ""]
+    anchors = df[df["study"] == "anchors"]
+    if len(anchors):
+        lines += ["## Anchors and BatchNorm (DMP, vanilla)", "",
+                  "`batch`: full pass over the source with per-domain batch statistics (shuffled batches of b_s, "
+                  "running statistics untouched: what the losses see); `eval`: full pass with the running "
+                  "statistics; `accumulate`: means of the training batches of the last epoch (the authors' earlier "
+                  "code).", ""]
+        for dataset, part in anchors.groupby("dataset", sort=False):
+            md, _ = table(part, "variant", list(ANCHORS))
+            lines += [f"### {dataset}", "", md, ""]
+    grid = df[df["study"] == "grid"]
+    if len(grid):
+        lines += ["## Sensitivity to lambda1 x lambda2 (DMP, vanilla; the paper's grids)", "",
+                  "Mean target accuracy over the seeds; rows lambda1, columns lambda2. The paper's choice is "
+                  "(10, 5e3).", ""]
+        for (dataset, task), part in grid.groupby(["dataset", "task"], sort=False):
+            p = part.assign(l1=part["variant"].str.extract(r"l1=([^,]+)")[0].astype(float),
+                            l2=part["variant"].str.extract(r"l2=(.+)")[0].astype(float))
+            t = p.groupby(["l1", "l2"])["accuracy"].mean().round(1).unstack()
+            t.index.name, t.columns.name = "lambda1 \\ lambda2", None
+            t.columns = [f"{c:g}" for c in t.columns]
+            t.index = [f"{i:g}" for i in t.index]
+            lines += [f"### {dataset} {task} ({part['seed'].nunique()} seeds)", "", t.to_markdown(), ""]
+    return "\n".join(lines + NOTES)
+
+
+NOTES = """## How to read these numbers, and what was changed to get them
+
+- The protocol is the paper's as documented in [method.md](method.md): schedules in epochs, Eq. ClassWeight's
+  weights (1/c vanilla, pi partial; both sum to one) in the intra-class term, anchors from a full pass with
+  per-domain batch statistics, the intra-class term after a warm-up. Nothing is tuned per task or per dataset.
+- Class weights: with the unweighted vanilla intra-class term (`weight_norm: mean_one`, i.e. c times the printed
+  weights) at lambda1 = 10, the intra-class term alone pulled the demo's target below source-only; with the
+  printed w = 1/c it helps. The partial setting always used pi summing to one.
+- The demo: a small CNN trained from scratch on weak pseudo-labels is not the paper's regime. The demo now
+  fine-tunes a backbone pre-trained on generated shapes that are no demo domain, at 0.1x lr. Its domains are
+  drawn purely in their own style (an earlier version mixed 30 % of the other styles into every domain, which
+  left source-only within a few points of the ceiling and no room to tell the variants apart).
+- Partial demo: one seed of three collapses on both tasks in the same way: the shared class *circle* is
+  predicted as the outlier class *hexagon* early, its weight pi falls to about 0.01, and the weighting keeps
+  it there (the paper's own caveat: the weights come from the mean prediction). That seed is the large std.
+- Digits (MNIST<->USPS, a CNN from scratch): source-only was weak and unstable because a model trained on
+  MNIST alone normalises USPS with MNIST's BatchNorm running statistics (evaluated with target batch
+  statistics, the same source-only models scored 75-84 % on every seed). The preset now uses per-sample
+  normalisation and GroupNorm in the CNN for every method. Removing BatchNorm from the manifold layers as
+  well steadied source-only further but made DMP collapse to chance, so the manifold layers keep it (the
+  authors' code has it) and source-only remains the least stable baseline here.
+""".splitlines()
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--only", choices=sorted(TASKS), action="append")
+    ap.add_argument("--study", nargs="+", default=["main"], choices=["main", "anchors", "grid"])
+    ap.add_argument("--only", action="append", help="dataset(s) to run")
     ap.add_argument("--out", default=str(ROOT / "results" / "evidence" / "runs"))
     ap.add_argument("--report", default=str(ROOT / "docs" / "evidence.md"))
+    ap.add_argument("--report-only", action="store_true", help="only rebuild the report from the runs on disk")
     args = ap.parse_args(argv)
     out_root = Path(args.out)
-    overrides = {"office_caltech10": {}, "mnist_usps": {}}
-    jobs = []
-    for dataset in args.only or list(TASKS):
-        for task, method, seed in itertools.product(TASKS[dataset], METHODS, range(args.seeds)):
-            out = out_root / dataset / f"{task[0]}-{task[1]}" / method / f"seed{seed}"
-            jobs.append((dataset, task, method, seed, out, overrides[dataset]))
+    weights = None if args.report_only else demo_weights(out_root)
+    jobs = [] if args.report_only else [(cfg, out_root / out) for study in args.study
+                                        for cfg, out in jobs_for(study, args.seeds, args.only, weights)]
     from tqdm import tqdm
     with cf.ProcessPoolExecutor(args.jobs) as pool:
         for _ in tqdm(pool.map(run_one, jobs), total=len(jobs), desc="evidence runs"):
             pass
-    df = collect(out_root)
-    Path(args.report).write_text(render(df, overrides))
+    Path(args.report).write_text(render(collect(out_root)))
     print(Path(args.report).read_text())
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from data_fixtures import isolated  # noqa: F401 (fixture)
 
-from dmp.data import demo, fetch, registry, splits
+from dmp.data import demo, fetch, registry, splits, verify
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +28,9 @@ def test_layout_and_counts(generated):
     spec = registry.get_dataset("demo")
     assert len(spec.domains) >= 3 and len(spec.classes) >= 8
     for d in spec.domains:
-        entries = splits.scan_domain(spec, d, generated)  # Office-31 layout: <domain>/images/<class>/<file>
+        entries = verify.scan_domain(spec, d, generated)  # Office-31 layout: <domain>/images/<class>/<file>
         assert len(entries) == d.count == 300
-        splits.check_counts(spec, d, entries, "demo")
+        verify.check_counts(spec, {d.name: verify.per_class(spec, entries)})
         with Image.open(generated / entries[0][0]) as img:
             assert img.size == (32, 32) and img.mode == "RGB"
 
@@ -45,7 +45,7 @@ def test_generation_is_deterministic(generated, tmp_path):
 def test_committed_lists_match_the_generated_data(generated):
     spec = registry.get_dataset("demo")
     for d in spec.domains:
-        assert splits.read_list(registry.list_file("demo", d.name)) == splits.scan_domain(spec, d, generated)
+        assert splits.read_list(registry.list_file("demo", d.name)) == verify.scan_domain(spec, d, generated)
         part = splits.read_list(registry.list_file("demo", d.name, "partial"))
         assert sorted({lab for _, lab in part}) == list(range(5)) and len(part) == 150
         n10 = splits.read_list(registry.list_file("demo", d.name, "n10"))
@@ -60,7 +60,7 @@ def test_domains_differ_in_style(generated):
     stats = {}
     for d in spec.domains:
         imgs = np.stack([np.asarray(Image.open(generated / p), np.float32)
-                         for p, _ in splits.scan_domain(spec, d, generated)])
+                         for p, _ in verify.scan_domain(spec, d, generated)])
         colour = np.median(imgs.std(axis=3).mean(axis=(1, 2)))
         diff = np.abs(np.diff(imgs, axis=2)).reshape(len(imgs), -1)
         noise, edge = np.median(diff.mean(axis=1)), np.median(np.percentile(diff, 99, axis=1))
@@ -73,4 +73,4 @@ def test_domains_differ_in_style(generated):
 def test_fetch_demo_generates_and_verifies(isolated):
     root = fetch.fetch("demo", progress=False)
     assert (root / "solid" / "images" / "arrow").is_dir()
-    assert sum(fetch.verify("demo")["outline"].values()) == 300
+    assert sum(verify.verify("demo")["outline"].values()) == 300

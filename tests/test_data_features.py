@@ -39,9 +39,9 @@ def test_extract_features_from_demo(isolated, monkeypatch):
     assert cli.main(args) == 0
     spec = registry.get_dataset("demo_tiny")
     assert spec.kind == "features" and spec.classes == registry.get_dataset("demo").classes
-    x, y = registry.load_arrays("demo_tiny", "noisy")
+    x, y = splits.load_arrays("demo_tiny", "noisy")
     assert x.shape == (30, 4) and np.isfinite(x).all() and np.bincount(y).tolist() == [3] * 10
-    xp, yp = registry.load_arrays("demo_tiny", "noisy", "partial")
+    xp, yp = splits.load_arrays("demo_tiny", "noisy", "partial")
     assert sorted(set(yp.tolist())) == [0, 1, 2, 3, 4]
     doc = yaml.safe_load((registry.dataset_dir("demo_tiny") / "dataset.yaml").read_text())
     meta = doc["meta"]

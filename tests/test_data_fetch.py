@@ -1,189 +1,327 @@
-"""Fetching through the real code from a loopback HTTP server: archives in the real layouts of the four
-datasets (generated images, scaled-down counts), dead mirrors, resumed truncated downloads, checksums,
-corrupt images, missing class folders, hand-placed archives and folders. Nothing partial may remain."""
+"""Fetching through the real code, offline: every packaging of Office-31, Office-Home, ImageCLEF-DA and VisDA-2017
+in its real layout, from the registry's real mirror URLs (a loopback proxy stands in for the hosts, Google Drive
+included, through gdown) and from hand-placed archives, gives the same lists; dead mirrors, resumed downloads,
+deadlines, size limits, checksums, content checks against the lock, errors naming archive members, stale
+staging folders. Nothing partial may remain after a failure."""
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
+import time
+import urllib.parse
 
 import pytest
-from data_fixtures import build_archive, isolated, server, small_spec  # noqa: F401 (fixtures)
+from data_fixtures import (DEAD, PACKAGINGS, build_packaging, internet, isolated, server,  # noqa: F401
+                           small_spec, write_archive)
 
-from dmp.data import fetch, registry, splits
-from dmp.data.fetch import FetchError
+from dmp.data import cli, fetch, registry, splits, verify
+from dmp.data.registry import FetchError
 
 PER_CLASS = 2
 
 
-def _serve(server, isolated, name, **kw):
-    """Build the archive(s) of ``name``, serve them under /ok/<file>, register a scaled spec whose first
-    mirror (/dead/<file>) is dead. Returns the spec and the archive paths."""
-    arcs = build_archive(name, isolated.path / "build" / name, PER_CLASS, **kw)
-    for arc in arcs:
-        server.files[f"/ok/{arc.name}"] = arc.read_bytes()
-    urls = lambda f: [server.url(f"/dead/{f}"), server.url(f"/ok/{f}")]  # noqa: E731
-    return isolated.use(small_spec(name, PER_CLASS, urls, domains=kw.get("domains"))), arcs
+def _drive_id(url: str) -> str | None:
+    p = urllib.parse.urlsplit(url)
+    return urllib.parse.parse_qs(p.query)["id"][0] if p.netloc == "drive.google.com" else None
+
+
+def _publish(net, url: str, path) -> None:
+    fid = _drive_id(url)
+    if fid:
+        net.drive[fid] = (path.read_bytes(), path.name, False)
+    else:
+        net.files[net.key(url)] = path.read_bytes()
+
+
+def _kill(net, url: str) -> None:
+    fid = _drive_id(url)
+    if fid:
+        net.drive[fid] = (b"", "", True)  # Drive's "too many users" page
+    else:
+        net.status[net.key(url)] = 404
+
+
+def _reset(name: str) -> None:
+    """A fresh machine: no data, downloads, lists or lock."""
+    for p in (registry.data_root(name), registry.download_dir(name), registry.lists_dir(name)):
+        shutil.rmtree(p, ignore_errors=True)
+    registry.lock_path(name).unlink(missing_ok=True)
+
+
+def _result(name: str):
+    splits.prepare(name, ["full", "partial"])
+    lock = registry.read_lock(name)
+    return ({p.name: p.read_text() for p in sorted(registry.lists_dir(name).glob("*.txt"))},
+            lock["counts"], lock["manifest"])
 
 
 def _nothing_partial(name):
-    """No staging folder, no .part file, no data root (when the fetch failed)."""
+    """No staging folder, no data root (the fetch failed)."""
     root = registry.data_root(name)
-    leftovers = [p for p in root.parent.iterdir() if p.name.startswith(f".{root.name}.")] \
-        if root.parent.exists() else []
+    leftovers = [p for p in root.parent.glob(f".{root.name}.staging-*")] if root.parent.exists() else []
     assert leftovers == []
     assert not root.exists()
-    dl = registry.download_dir(name)
-    assert not list(dl.glob("*.part")) if dl.exists() else True
 
 
-@pytest.mark.parametrize("name", ["office31", "officehome", "imageclef", "visda2017"])
-def test_fetch_real_layouts_with_dead_first_mirror(server, isolated, name):
-    spec, arcs = _serve(server, isolated, name)
-    root = fetch.fetch(name, progress=False, verify_images=True)
-    assert [p for p, _ in server.requests] == [f"/{m}/{a.name}" for a in arcs for m in ("dead", "ok")]
-    for d in spec.domains:
-        entries = splits.scan_domain(spec, d, root)
-        assert len(entries) == PER_CLASS * len(spec.classes)
-        assert sorted({lab for _, lab in entries}) == list(range(len(spec.classes)))
-    lock = json.loads(registry.lock_path(name).read_text())
-    assert sorted(lock["archives"]) == sorted(a.name for a in arcs)
-    assert all(len(v["sha256"]) == 64 for v in lock["archives"].values())
-    assert set(lock["counts"]) == {d.name for d in spec.domains}
-    if name == "officehome":  # the archive's "Real World" folder is installed under the registry's name
-        assert (root / "Real_World").is_dir() and not (root / "Real World").exists()
-    if name == "imageclef":
-        assert (root / "list" / "cList.txt").is_file()
-    # the lists are written from the fetched copy and verify against it
-    splits.prepare(name, ["full", "partial"])
-    assert registry.list_file(name, spec.domains[0].name, "partial").is_file()
-    fetch.verify(name)
-    assert not list(root.parent.glob(f".{root.name}.*"))
+@pytest.mark.parametrize("name", list(PACKAGINGS))
+def test_every_packaging_from_mirrors_and_by_hand_gives_the_same_lists(internet, isolated, tmp_path, name):
+    spec = isolated.use(small_spec(name, PER_CLASS))  # the registry's real archives and mirror URLs, scaled
+    results = {}
+    for packaging in PACKAGINGS[name]:
+        arcs = build_packaging(name, packaging, tmp_path / packaging, PER_CLASS)
+        # from the mirrors: each archive only at its last mirror, the earlier ones dead (404 or Drive's quota page)
+        _reset(name)
+        internet.files.clear(), internet.drive.clear(), internet.status.clear()
+        for arc in arcs:
+            archive = next(a for a in spec.archives if a.filename == arc.name)
+            *dead, alive = archive.urls
+            _publish(internet, alive, arc)
+            for url in dead:
+                _kill(internet, url)
+        root = fetch.fetch(name, progress=False, verify_images=True)
+        lock = registry.read_lock(name)
+        for arc in arcs:
+            archive = next(a for a in spec.archives if a.filename == arc.name)
+            assert lock["archives"][archive.key]["mirror"] == archive.urls[-1]
+            assert lock["archives"][archive.key]["sha256"] == fetch.sha256_file(arc)
+        assert set(lock["source"]) == {d.name for d in spec.domains}
+        assert not list(root.parent.glob(f".{root.name}.staging-*"))
+        results[packaging, "mirrors"] = _result(name)
+        # by hand, offline: the archives in the downloads folder (any proxy leads nowhere)
+        _reset(name)
+        internet.files.clear(), internet.drive.clear()
+        for arc in arcs:
+            shutil.copy(arc, registry.download_dir(name).mkdir(parents=True, exist_ok=True)
+                        or registry.download_dir(name) / arc.name)
+        fetch.fetch(name, progress=False)
+        results[packaging, "by hand"] = _result(name)
+    first = next(iter(results.values()))
+    assert all(r == first for r in results.values()), sorted(results)
+    lists, counts, manifest = first
+    assert set(manifest) == set(counts) == {d.name for d in spec.domains}
+    full = splits.read_list(registry.list_file(name, spec.domains[0].name))
+    assert len(full) == PER_CLASS * len(spec.classes)
+    if name == "officehome":  # "Real World" / "RealWorld" are installed under the registry's name
+        assert (registry.data_root(name) / "Real_World").is_dir()
+    if name == "imageclef":  # the published lists: CRLF, class sub-folders that do not exist, p duplicates kept
+        assert (registry.data_root(name) / "list" / "cList.txt").read_bytes().count(b"\r\n") == 24
+        p = splits.read_list(registry.list_file(name, "p"))
+        assert len(p) == 24 and len({path for path, _ in p}) == 22
+        assert all(path.count("/") == 1 for path, _ in splits.read_list(registry.list_file(name, "c")))
 
 
-def test_truncated_download_is_resumed_with_range(server, isolated):
-    spec, (arc,) = _serve(server, isolated, "office31")
-    path = f"/ok/{arc.name}"
-    server.truncate[path] = len(arc.read_bytes()) // 3
+def test_google_drive_through_gdown_confirmation_and_quota(internet, isolated, tmp_path):
+    """ImageCLEF's thuml Drive file: redirect, virus-scan form, then the file; a quota page is a failed mirror."""
+    spec = isolated.use(small_spec("imageclef", PER_CLASS))
+    (arc,) = build_packaging("imageclef", "original", tmp_path, PER_CLASS)
+    wjd, drive = spec.archives[0].urls
+    _kill(internet, drive)
+    _kill(internet, wjd)
+    with pytest.raises(FetchError) as err:
+        fetch.fetch("imageclef", progress=False, retries=1)
+    assert "Too many users" in str(err.value) and "404" in str(err.value)
+    _nothing_partial("imageclef")
+    _publish(internet, drive, arc)
+    fetch.fetch("imageclef", progress=False)
+    hosts = [urllib.parse.urlsplit(u).netloc for u, _ in internet.requests[-3:]]
+    assert hosts == ["drive.google.com", "drive.usercontent.google.com", "drive.usercontent.google.com"]
+    assert "confirm=t" in internet.requests[-1][0] and "uuid=" in internet.requests[-1][0]
+    assert registry.read_lock("imageclef")["archives"]["image_CLEF.zip"]["mirror"] == drive
+
+
+def _serve(server, isolated, tmp_path, name, packaging="original", **kw):
+    """Build ``packaging`` of ``name``, serve it at /ok/<file> with a dead first mirror /dead/<file>."""
+    arcs = build_packaging(name, packaging, tmp_path / "build", PER_CLASS, **kw)
+    for arc in arcs:
+        server.files[server.url(f"/ok/{arc.name}")] = arc.read_bytes()
+    spec = isolated.use(small_spec(name, PER_CLASS, lambda a: [server.url(f"/dead/{a.filename}"),
+                                                               server.url(f"/ok/{a.filename}")]))
+    return spec, arcs
+
+
+def test_second_fetch_from_another_packaging_is_verified_by_content(server, isolated, tmp_path):
+    _serve(server, isolated, tmp_path, "office31", "original")
     fetch.fetch("office31", progress=False)
-    ranges = [r for p, r in server.requests if p == path]
-    assert ranges == [None, f"bytes={len(arc.read_bytes()) // 3}-"]
-    assert (registry.download_dir("office31") / arc.name).read_bytes() == arc.read_bytes()
+    splits.prepare("office31")
+    lock = registry.read_lock("office31")
+    assert lock["source"] == dict.fromkeys(("amazon", "dslr", "webcam"), "domain_adaptation_images.tar.gz")
+    version = registry.dataset_version("office31")
+    # a fresh clone (lists and lock committed) gets OFFICE31.zip instead: other bytes, the same content
+    shutil.rmtree(registry.data_root("office31"))
+    shutil.rmtree(registry.download_dir("office31"))
+    server.files.clear()
+    (zipped,) = build_packaging("office31", "wjdcloud", tmp_path / "zip", PER_CLASS)
+    server.files[server.url("/ok/OFFICE31.zip")] = zipped.read_bytes()
+    fetch.fetch("office31", progress=False)
+    again = registry.read_lock("office31")
+    assert again["source"] == lock["source"] and again["manifest"] == lock["manifest"]
+    assert set(again["archives"]) == {"domain_adaptation_images.tar.gz", "OFFICE31.zip"}
+    assert registry.dataset_version("office31") == version
+    # same names and counts, one image with other bytes: refused, naming the domain and the lock
+    shutil.rmtree(registry.data_root("office31"))
+    shutil.rmtree(registry.download_dir("office31"))
+    (changed,) = build_packaging("office31", "wjdcloud", tmp_path / "changed", PER_CLASS, changed="webcam")
+    server.files[server.url("/ok/OFFICE31.zip")] = changed.read_bytes()
+    with pytest.raises(FetchError, match=r"(?s)OFFICE31/webcam in .*OFFICE31\.zip \(domain 'webcam'\) differ from "
+                                         r"the version locked"):
+        fetch.fetch("office31", progress=False)
+    _nothing_partial("office31")
 
 
-def test_wrong_checksum_fails_and_leaves_nothing(server, isolated):
-    _serve(server, isolated, "visda2017", domains=["synthetic"])
-    isolated.use(small_spec("visda2017", PER_CLASS, lambda f: [server.url(f"/ok/{f}")], sha256="0" * 64,
-                            domains=["synthetic"]))
+def test_locked_archive_with_other_bytes_is_checked_by_content(server, isolated, tmp_path):
+    _serve(server, isolated, tmp_path, "imageclef")
+    fetch.fetch("imageclef", progress=False)
+    shutil.rmtree(registry.data_root("imageclef"))
+    shutil.rmtree(registry.download_dir("imageclef"))
+    (other,) = build_packaging("imageclef", "original", tmp_path / "other", PER_CLASS, extra_class=1)
+    server.files[server.url("/ok/image_CLEF.zip")] = other.read_bytes()
+    with pytest.raises(FetchError, match=r"(?s)36 images, expected 24.*differs from the locked"):
+        fetch.fetch("imageclef", progress=False)
+    _nothing_partial("imageclef")
+
+
+def test_interrupted_download_is_resumed_with_range(server, isolated, tmp_path):
+    spec, (arc,) = _serve(server, isolated, tmp_path, "office31", padding=1_500_000)
+    url, data = server.url(f"/ok/{arc.name}"), arc.read_bytes()
+    server.truncate[url] = 1_200_000  # the connection drops; within the same fetch the transfer resumes
+    fetch.fetch("office31", progress=False)
+    ranges = [r for u, r in server.requests if u == url]
+    assert ranges[0] is None and ranges[1].startswith("bytes=") and int(ranges[1][6:-1]) > 0
+    assert (registry.download_dir("office31") / arc.name).read_bytes() == data
+    # a fetch that gives up keeps the partial file; the next fetch resumes it from the same mirror
+    _reset("office31")
+    server.requests.clear()
+    server.truncate[url] = 1_200_000
+    with pytest.raises(FetchError, match="incomplete"):
+        fetch.fetch("office31", progress=False, retries=1)
+    assert [p for p in registry.download_dir("office31").rglob("*.part") if p.stat().st_size > 0]
+    fetch.fetch("office31", progress=False)
+    ranges = [r for u, r in server.requests if u == url]
+    assert ranges[-1].startswith("bytes=") and int(ranges[-1][6:-1]) > 0
+    assert (registry.download_dir("office31") / arc.name).read_bytes() == data
+    assert not (registry.download_dir("office31") / ".partial").exists()
+
+
+def test_trickling_server_is_cut_by_the_deadline(server, isolated, tmp_path):
+    spec, (arc,) = _serve(server, isolated, tmp_path, "office31")
+    server.trickle[server.url(f"/ok/{arc.name}")] = 2.0  # one byte every 2 s
+    t0 = time.monotonic()
+    with pytest.raises(FetchError, match="deadline of 3 s"):
+        fetch.fetch("office31", progress=False, timeout=5, deadline=3, retries=1)
+    assert time.monotonic() - t0 < 20
+    _nothing_partial("office31")
+
+
+@pytest.mark.parametrize("announced", [True, False])
+def test_size_limit(server, isolated, tmp_path, announced):
+    spec, (arc,) = _serve(server, isolated, tmp_path, "office31")
+    if not announced:
+        server.no_length[server.url(f"/ok/{arc.name}")] = True
+    limit = len(arc.read_bytes()) // 2
+    with pytest.raises(FetchError, match=f"larger than the size limit of {limit:,} bytes"):
+        fetch.fetch("office31", progress=False, max_size=limit)
+    assert not [p for p in registry.download_dir("office31").rglob("*") if p.is_file()]
+    fetch.fetch("office31", progress=False)  # the declared size (2 x 80 MB) lets it through
+
+
+def test_html_page_is_not_taken_for_the_archive(server, isolated, tmp_path):
+    spec, (arc,) = _serve(server, isolated, tmp_path, "office31")
+    server.files[server.url(f"/dead/{arc.name}")] = b"<!DOCTYPE html><html>Sign in</html>"
+    fetch.fetch("office31", progress=False)
+    assert "HTML page" not in registry.read_lock("office31")["archives"][arc.name]["mirror"]
+    assert registry.read_lock("office31")["archives"][arc.name]["mirror"].endswith(f"/ok/{arc.name}")
+
+
+def test_pinned_checksum_is_strict(server, isolated, tmp_path):
+    _serve(server, isolated, tmp_path, "visda2017")
+    isolated.use(small_spec("visda2017", PER_CLASS, lambda a: [server.url(f"/ok/{a.filename}")], sha256="0" * 64))
     with pytest.raises(FetchError, match=r"(?s)checksum mismatch for train\.tar.*expected sha256 0{64}"):
         fetch.fetch("visda2017", progress=False)
     _nothing_partial("visda2017")
     assert not (registry.download_dir("visda2017") / "train.tar").exists()
 
 
-def test_locked_checksum_is_enforced_on_later_fetches(server, isolated):
-    _serve(server, isolated, "imageclef")
-    fetch.fetch("imageclef", progress=False)
-    # a later fetch elsewhere (data and download gone) gets different bytes from the mirror
-    shutil.rmtree(registry.data_root("imageclef"))
-    shutil.rmtree(registry.download_dir("imageclef"))
-    (other,) = build_archive("imageclef", isolated.path / "other", PER_CLASS + 1)
-    server.files["/ok/image_CLEF.zip"] = other.read_bytes()
-    with pytest.raises(FetchError, match="checksum mismatch for image_CLEF.zip"):
-        fetch.fetch("imageclef", progress=False)
-    _nothing_partial("imageclef")
-
-
-def test_corrupt_image_is_named(server, isolated):
-    _serve(server, isolated, "office31", corrupt="dslr")
-    with pytest.raises(FetchError, match=r"unreadable image .*dslr/images/back_pack/frame_0001\.jpg"):
+def test_corrupt_image_is_named_by_its_archive_member(server, isolated, tmp_path):
+    _serve(server, isolated, tmp_path, "office31", "wjdcloud", corrupt="dslr")
+    with pytest.raises(FetchError, match=r"unreadable image OFFICE31/dslr/back_pack/frame_0001\.jpg in "
+                                         r".*downloads/office31/OFFICE31\.zip") as err:
         fetch.fetch("office31", progress=False, verify_images=True)
+    assert ".staging" not in str(err.value)
     _nothing_partial("office31")
     assert not registry.lock_path("office31").exists()  # a bad archive is never locked
 
 
-def test_missing_class_folder_is_named(server, isolated):
-    _serve(server, isolated, "officehome", skip_class="Fork")
-    with pytest.raises(FetchError, match="missing class folder.* Fork"):
+def test_missing_class_folder_is_named_by_its_archive_member(server, isolated, tmp_path):
+    _serve(server, isolated, tmp_path, "officehome", skip_class="Fork")
+    with pytest.raises(FetchError, match=r"OfficeHomeDataset_10072016/Art in .*OfficeHomeDataset_10072016\.zip: "
+                                         r"missing class folder\(s\) Fork") as err:
         fetch.fetch("officehome", progress=False)
+    assert ".staging" not in str(err.value)
     _nothing_partial("officehome")
 
 
-def test_truncated_hand_placed_archive(isolated):
-    isolated.use(small_spec("office31", PER_CLASS))
-    (arc,) = build_archive("office31", isolated.path / "build", PER_CLASS)
+def test_truncated_hand_placed_archive(isolated, tmp_path):
+    isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
+    (arc,) = build_packaging("office31", "original", tmp_path / "build", PER_CLASS)
     dl = registry.download_dir("office31")
     dl.mkdir(parents=True)
     (dl / arc.name).write_bytes(arc.read_bytes()[: len(arc.read_bytes()) // 2])
     with pytest.raises(FetchError, match=r"domain_adaptation_images\.tar\.gz is truncated or corrupt"):
-        fetch.fetch("office31", progress=False)
+        fetch.fetch("office31", progress=False, retries=1)
     _nothing_partial("office31")
 
 
-def test_hand_placed_archive_needs_no_network(isolated):
-    spec = isolated.use(small_spec("imageclef", PER_CLASS, lambda f: ["http://127.0.0.1:9/never-contacted"]))
-    build_archive("imageclef", registry.download_dir("imageclef"), PER_CLASS)
+def test_hand_placed_archive_of_any_name_needs_no_network(isolated, tmp_path):
+    spec = isolated.use(small_spec("imageclef", PER_CLASS, lambda a: [f"{DEAD}/never-contacted"]))
+    (arc,) = build_packaging("imageclef", "original", tmp_path, PER_CLASS)
+    registry.download_dir("imageclef").mkdir(parents=True)
+    shutil.copy(arc, registry.download_dir("imageclef") / "from-a-colleague.zip")
     root = fetch.fetch("imageclef", progress=False)
-    assert len(splits.scan_domain(spec, spec.domain("p"), root)) == 12 * PER_CLASS
+    assert len(verify.scan_domain(spec, spec.domain("p"), root)) == 12 * PER_CLASS
+    assert registry.read_lock("imageclef")["source"]["c"] == "placed by hand: from-a-colleague.zip"
 
 
 def test_hand_placed_folder_is_verified(isolated, tmp_path):
-    isolated.use(small_spec("office31", PER_CLASS))
-    (arc,) = build_archive("office31", tmp_path / "build", PER_CLASS, skip_class="mug")
+    isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
+    (arc,) = build_packaging("office31", "original", tmp_path / "build", PER_CLASS, skip_class="mug")
     shutil.unpack_archive(arc, registry.data_root("office31"))
-    with pytest.raises(FetchError, match="missing class folder.* mug"):
+    with pytest.raises(FetchError, match=r"office31/amazon/images: missing class folder\(s\) mug"):
         fetch.fetch("office31", progress=False)
 
 
-def test_no_network_error_lists_mirrors_and_manual_steps(isolated):
-    spec = isolated.use(small_spec("visda2017", PER_CLASS, lambda f: [f"http://127.0.0.1:9/a/{f}",
-                                                                      f"http://127.0.0.1:9/b/{f}"]))
+def test_no_network_error_is_one_clear_line_first(isolated):
+    spec = isolated.use(small_spec("visda2017", PER_CLASS, lambda a: [f"{DEAD}/a/{a.filename}",
+                                                                      f"{DEAD}/b/{a.filename}"]))
     with pytest.raises(FetchError) as err:
         fetch.fetch("visda2017", retries=1, timeout=5, progress=False)
-    msg = str(err.value)
-    for text in ("http://127.0.0.1:9/a/train.tar", "http://127.0.0.1:9/b/train.tar",
-                 str(registry.download_dir("visda2017")), str(registry.data_root("visda2017")),
-                 spec.archives[0].filename):
-        assert text in msg
+    first, *rest = str(err.value).splitlines()
+    assert first.startswith("cannot fetch dataset 'visda2017': no source delivered domain(s) synthetic, real;")
+    assert str(registry.download_dir("visda2017")) in first and str(registry.data_root("visda2017")) in first
+    for text in (f"{DEAD}/a/train.tar", f"{DEAD}/b/train.tar", spec.archives[0].filename):
+        assert text in "\n".join(rest)
     _nothing_partial("visda2017")
 
 
-def test_html_page_is_not_taken_for_the_archive(server, isolated):
-    spec, (arc,) = _serve(server, isolated, "office31")
-    server.files[f"/dead/{arc.name}"] = b"<!DOCTYPE html><html>Sign in</html>"
-    server.content_type[f"/dead/{arc.name}"] = "text/html; charset=utf-8"
-    fetch.fetch("office31", progress=False)
-    assert (registry.data_root("office31") / "amazon" / "images").is_dir()
-
-
-def test_require_dataset_message(isolated):
-    with pytest.raises(registry.DatasetMissingError) as err:
-        registry.require_dataset("officehome")
-    msg = str(err.value)
-    assert "python -m dmp data fetch officehome" in msg and "Real_World" in msg
-    assert str(registry.download_dir("officehome")) in msg
-    with pytest.raises(registry.DatasetMissingError, match="prepare officehome"):
-        registry.list_file("officehome", "Art", "partial")
-
-
-def test_cli_fetch_error_exit_status(isolated, capsys):
-    import argparse
-
-    from dmp.data import cli
-
-    isolated.use(small_spec("office31", PER_CLASS, lambda f: [f"http://127.0.0.1:9/{f}"]))
+def test_cli_fetch_error_exit_status_and_flags(isolated, capsys):
+    isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
     parser = argparse.ArgumentParser()
     cli.add_subparsers(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["data", "fetch", "office31", "--retries", "1", "--timeout", "5", "--deadline", "9",
+                              "--max-size", "1.5G"])
+    assert (args.deadline, args.max_size) == (9.0, 1_500_000_000)
     with pytest.raises(SystemExit) as exit_:
-        cli.main(parser.parse_args(["data", "fetch", "office31", "--retries", "1", "--timeout", "5"]))
+        cli.main(args)
     assert exit_.value.code == 1
     err = capsys.readouterr().err
     assert err.startswith("error: cannot fetch dataset 'office31'") and "Traceback" not in err
     assert cli.main(parser.parse_args(["data", "list"])) == 0
-    assert "office31" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "office31" in out and "officehome_15913" in out and "15,913" in out
 
 
 def test_hand_placed_domain_plus_download_of_the_rest(server, isolated, tmp_path):
-    spec, (arc,) = _serve(server, isolated, "office31")
+    spec, (arc,) = _serve(server, isolated, tmp_path, "office31")
     shutil.unpack_archive(arc, tmp_path / "x")
     root = registry.data_root("office31")
     root.mkdir(parents=True)
@@ -195,38 +333,56 @@ def test_hand_placed_domain_plus_download_of_the_rest(server, isolated, tmp_path
     (root / "amazon" / "images" / "mug" / "extra.jpg").unlink()
     fetch.fetch("office31", progress=False)
     assert (root / "webcam" / "images" / "mug").is_dir()
-    assert sum(fetch.verify("office31")["dslr"].values()) == 62
+    assert sum(verify.verify("office31")["dslr"].values()) == 62
+    assert registry.read_lock("office31")["source"]["amazon"] == "placed in the data folder"
 
 
-def test_registered_per_domain_archives_are_tried_in_order(server, isolated, tmp_path):
-    """The registry's own archive list for Office-31 (per-domain .tgz first): a one-domain archive may hold
-    ``<domain>/images/<class>`` or just ``images/<class>``; the manual-only archive is skipped."""
-    import dataclasses
-    import io
-    import tarfile
+def test_stale_staging_of_a_killed_fetch_is_removed(server, isolated, tmp_path):
+    _serve(server, isolated, tmp_path, "office31")
+    root = registry.data_root("office31")
+    stale = root.parent / f".{root.name}.staging-killed"
+    (stale / ".extract-0" / "amazon").mkdir(parents=True)
+    fetch.fetch("office31", progress=False)
+    assert not stale.exists() and not list(root.parent.glob(f".{root.name}.staging-*"))
 
-    from data_fixtures import tiny_image
 
-    real = registry.get_dataset("office31")
-    spec = small_spec("office31", PER_CLASS)
-    archives = []
-    for a in real.archives:
-        if len(a.domains) == 1:
-            d = a.domains[0]
-            prefix = f"{d}/images" if d != "dslr" else "images"  # dslr.tgz without its top folder
-            buf = io.BytesIO()
-            with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-                for label, cls in enumerate(real.classes):
-                    for i in range(PER_CLASS):
-                        data = tiny_image(label * 10 + i)
-                        info = tarfile.TarInfo(f"{prefix}/{cls}/frame_{i:04d}.jpg")
-                        info.size = len(data)
-                        tar.addfile(info, io.BytesIO(data))
-            server.files[f"/tllib/{a.filename}"] = buf.getvalue()
-        archives.append(dataclasses.replace(a, urls=tuple(server.url(f"/tllib/{a.filename}") for _ in a.urls[:1])))
-    isolated.use(dataclasses.replace(spec, archives=tuple(archives)))
+def test_one_fetch_at_a_time(server, isolated, tmp_path):
+    import fcntl
+
+    _serve(server, isolated, tmp_path, "office31")
+    root = registry.data_root("office31")
+    root.parent.mkdir(parents=True)
+    with open(root.parent / f".{root.name}.fetch-lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        with pytest.raises(FetchError, match="another fetch into .* is running"):
+            fetch.fetch("office31", progress=False)
+    fetch.fetch("office31", progress=False)
+
+
+def test_per_domain_archives_and_structure_discovery(server, isolated, tmp_path):
+    """TLlib's one-domain archives: ``<domain>/images/<class>`` or only ``images/<class>`` (no domain folder)."""
+    spec, arcs = _serve(server, isolated, tmp_path, "office31", "tllib")
+    bare = {f"images/{p.split('/images/', 1)[1]}": data for p, data in _members(arcs[1]).items()}
+    server.files[server.url("/ok/dslr.tgz")] = write_archive(tmp_path / "dslr.tgz", bare).read_bytes()
     root = fetch.fetch("office31", progress=False)
-    assert [p for p, _ in server.requests] == ["/tllib/amazon.tgz", "/tllib/dslr.tgz", "/tllib/webcam.tgz"]
-    assert (root / "dslr" / "images" / "back_pack" / "frame_0000.jpg").is_file()
+    assert [u.rsplit("/", 2)[-2:] for u, _ in server.requests] == [
+        [m, f] for f in ("amazon.tgz", "dslr.tgz", "webcam.tgz") for m in ("dead", "ok")]
+    assert (root / "dslr" / "images" / "back_pack" / "frame_0001.jpg").is_file()
     assert sorted(json.loads(registry.lock_path("office31").read_text())["archives"]) == [
         "amazon.tgz", "dslr.tgz", "webcam.tgz"]
+
+
+def _members(path):
+    import tarfile
+    with tarfile.open(path) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def test_require_dataset_message(isolated):
+    with pytest.raises(registry.DatasetMissingError) as err:
+        registry.require_dataset("officehome")
+    msg = str(err.value)
+    assert "python -m dmp data fetch officehome" in msg and "Real_World" in msg
+    assert str(registry.download_dir("officehome")) in msg
+    with pytest.raises(registry.DatasetMissingError, match="prepare officehome"):
+        registry.list_file("officehome", "Art", "partial")

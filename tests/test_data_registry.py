@@ -58,14 +58,47 @@ def test_data_root_default_and_env(monkeypatch, tmp_path):
     assert registry.download_dir("office31") == tmp_path / "downloads" / "office31"
 
 
-def test_dataset_version_tracks_lists_and_lock(isolated):
+def test_dataset_version_tracks_lists_and_content_not_packaging(isolated):
     v0 = registry.dataset_version("office31")
     splits.write_list(registry.lists_dir("office31") / "amazon_full.txt", [("amazon/images/mug/a.jpg", 17)])
     v1 = registry.dataset_version("office31")
-    registry.lock_path("office31").write_text('{"archives": {"amazon.tgz": {"sha256": "ab"}}, "counts": {}}')
+    lock = {"archives": {"amazon.tgz": {"sha256": "ab"}}, "counts": {"amazon": {"mug": 1}}}
+    registry.write_lock("office31", lock)
     v2 = registry.dataset_version("office31")
-    assert len({v0, v1, v2}) == 3 and all(len(v) == 12 for v in (v0, v1, v2))
-    assert v2 == registry.dataset_version("office31")
+    lock["archives"]["OFFICE31.zip"] = {"sha256": "cd"}  # another packaging of the same content
+    registry.write_lock("office31", lock)
+    assert registry.dataset_version("office31") == v2
+    registry.write_lock("office31", {**lock, "manifest": {"amazon": "f" * 64}})
+    v3 = registry.dataset_version("office31")
+    assert len({v0, v1, v2, v3}) == 4 and all(len(v) == 12 for v in (v0, v1, v2, v3))
+    assert v3 == registry.dataset_version("office31")
+
+
+def test_no_dataset_depends_on_one_host():
+    """Every domain of the four paper datasets has automatic mirrors on at least two hosts; the old
+    Transfer-Learning-Library links replaced in May 2023 are gone; Google Drive files are gdown URLs."""
+    from urllib.parse import urlsplit
+
+    for name in ("office31", "officehome", "imageclef", "visda2017"):
+        spec = registry.get_dataset(name)
+        for d in spec.domains:
+            hosts = {urlsplit(u).netloc for a in spec.archives if d.name in a.domains for u in a.urls}
+            assert len(hosts) >= 2, (name, d.name, hosts)
+    urls = [u for n in registry.dataset_names() for a in registry.get_dataset(n).archives for u in a.urls]
+    assert not [u for u in urls if any(k in u for k in ("05640442cd904c39ad60", "a069d889628d4b468c32",
+                                                          "4c4afebf51384cf1aa95"))]
+    drive = {u.split("id=")[1] for u in urls if "drive.google.com" in u}
+    assert {"0B4IapRTv9pJ1WGZVd1VDMmhwdlE", "0B81rNlvomiwed0V1YUxQdC1uOTg", "1uY0pj7oFsjMxRwaD3Sxy0jgel0fsYXLC",
+            "0B9kJH0-rJ2uRS3JILThaQXJhQlk", "0BwcIeDbwQ0XmdENwQ3R4TUVTMHc", "0BwcIeDbwQ0XmUEVJRjl4Tkd4bTA"} <= drive
+    assert all(u.startswith("https://drive.google.com/uc?id=") for u in urls if "google" in u)
+
+
+def test_archive_keys_are_unique_and_sizes_declared():
+    for name in registry.dataset_names():
+        spec = registry.get_dataset(name)
+        keys = [a.key for a in spec.archives]
+        assert len(keys) == len(set(keys)), name
+        assert all(a.size for a in spec.archives), name
 
 
 def _write_user_dataset(root: Path, fmt: str):
@@ -100,10 +133,10 @@ def test_bring_your_own_features(isolated, monkeypatch, fmt):
     assert "myfeats" in registry.dataset_names()
     spec = registry.get_dataset("myfeats")
     assert spec.kind == "features" and spec.classes == ("a", "b", "c")
-    x, y = registry.load_arrays("myfeats", "src")
+    x, y = splits.load_arrays("myfeats", "src")
     assert x.shape == (12, 5) and x.dtype == np.float32 and y.dtype == np.int64
     assert y.tolist() == [0, 1, 2] * 4
-    xp, yp = registry.load_arrays("myfeats", "tgt", "partial")
+    xp, yp = splits.load_arrays("myfeats", "tgt", "partial")
     assert set(yp.tolist()) == {0, 1} and len(xp) == 6
     assert len(registry.dataset_version("myfeats")) == 12
     with pytest.raises(ValueError, match="no image lists"):
@@ -116,13 +149,13 @@ def test_features_errors_name_the_file(isolated, monkeypatch):
     _write_user_dataset(root, "npz")
     np.savez(root / "data" / "src.npz", feats=np.full((2, 5), np.nan, np.float32), labels=np.array([1, 2]))
     with pytest.raises(ValueError, match=r"src\.npz.*NaN"):
-        registry.load_arrays("bad", "src")
+        splits.load_arrays("bad", "src")
     np.savez(root / "data" / "src.npz", feats=np.zeros((2, 5), np.float32), labels=np.array([1, 7]))
     with pytest.raises(ValueError, match=r"src\.npz: labels .* span 0..6, expected 0..2"):
-        registry.load_arrays("bad", "src")
+        splits.load_arrays("bad", "src")
     (root / "data" / "tgt.npz").unlink()
     with pytest.raises(registry.DatasetMissingError, match=r"tgt\.npz"):
-        registry.load_arrays("bad", "tgt")
+        splits.load_arrays("bad", "tgt")
     (root / "dataset.yaml").write_text("kind: features\nclasses: [a]\n")
     with pytest.raises(ValueError, match="dataset.yaml: missing or malformed key 'domains'"):
         registry.get_dataset("bad")
@@ -138,7 +171,7 @@ def test_shared_office_caltech10_features(monkeypatch):
     root = registry.data_root("office_caltech10")
     assert _sha(root / "dslr.mat") == "5f7c6211581f846b7b5534429fb62bfb7e490e88aacfc8bee97eb0b0224dbd89"
     for d, n in (("amazon", 958), ("dslr", 157), ("webcam", 295)):
-        x, y = registry.load_arrays("office_caltech10", d)
+        x, y = splits.load_arrays("office_caltech10", d)
         assert x.shape == (n, 1024) and (x >= 0).all()
         assert sorted(set(y.tolist())) == list(range(10)) and (np.diff(y) >= 0).all()  # sorted by label
 
@@ -148,8 +181,8 @@ def test_shared_mnist_usps_arrays(monkeypatch):
     import h5py
 
     monkeypatch.delenv("DMP_DATA_DIR", raising=False)
-    xs, ys = registry.load_arrays("mnist_usps", "mnist")
-    xt, yt = registry.load_arrays("mnist_usps", "usps", "n10")
+    xs, ys = splits.load_arrays("mnist_usps", "mnist")
+    xt, yt = splits.load_arrays("mnist_usps", "usps", "n10")
     assert xs.shape == (2000, 1, 16, 16) and xt.shape == (100, 1, 16, 16)
     assert np.bincount(yt).tolist() == [10] * 10 and ys.min() == 0 and ys.max() == 9
     with h5py.File(registry.data_root("mnist_usps") / "MNIST_vs_USPS.mat", "r") as f:

@@ -42,7 +42,7 @@ def test_explicit_weights_path_is_loaded(tmp_path):
     torch.save(bb.state_dict(), tmp_path / "w.pt")
     loaded, _ = build_backbone("smallcnn", pretrained=False, weights_path=str(tmp_path / "w.pt"))
     assert all(torch.equal(p, torch.full_like(p, 0.5)) for p in loaded.parameters())
-    with pytest.raises(WeightsUnavailableError, match="no pretrained weights"):
+    with pytest.raises(WeightsUnavailableError, match="no downloadable weights.*pretrain-demo"):
         build_backbone("smallcnn", pretrained=True)
     with pytest.raises(KeyError, match="unknown backbone"):
         build_backbone("vgg")
@@ -70,7 +70,13 @@ def test_image_list_transforms_and_seeded_augmentation(tmp_path):
     assert x.shape == (3, 32, 32) and y.item() == 1
     assert torch.equal(train[(3, 123)][0], x)                       # same seed, same crop/flip
     assert any(not torch.equal(train[(3, s)][0], x) for s in range(124, 130))
-    assert torch.equal(test[2][0], test[2][0])
+    # test: the centre crop of the resized, normalised image, computed here without image_transforms
+    import torchvision.transforms.functional as F
+    from PIL import Image
+
+    img = F.resize(Image.open(tmp_path / "img" / "c0" / "2.png").convert("RGB"), [36, 36])
+    expected = F.normalize(F.to_tensor(img), [0.485, 0.456, 0.406], [0.229, 0.224, 0.225])[:, 2:34, 2:34]
+    assert torch.allclose(test[2][0], expected, atol=1e-6) and test[2][1].item() == 0
 
 
 def test_missing_images_and_bad_lines_are_clear_errors(tmp_path):

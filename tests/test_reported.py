@@ -24,9 +24,16 @@ TABLE_LABELS = {
 METHODS = {"source_only", "dmp", "dmp_no_al", "dmp_no_ds", "dmp_ent", "dan", "dann", "jan", "cdan", "cdan_e",
            "bsp_dann", "bsp_cdan", "hafn", "safn", "pada", "san", "iwan", "etn"}
 DATASETS = {"visda2017", "officehome", "imageclef", "office31"}
-# Rows of the PAPER whose printed Mean is not the mean of its printed columns (|diff| > 0.15).
-# Listed so the discrepancy is visible, never corrected: VisDA CDAN class accuracies average 73.9, printed 73.7.
-PAPER_MEAN_MISMATCHES = {("vanilla", "visda2017", "vanilla", "cdan", "")}
+# Rows of the PAPER whose printed Mean is not the mean of its printed columns by more than rounding explains: each
+# printed column is off its true value by at most 0.05 and so is their mean, the printed Mean by another 0.05, so
+# |mean of the printed columns - printed Mean| <= 0.10 for a consistent row.  Listed (strict xfail, so a fix of the
+# CSV that hides them fails the test) so the discrepancy is visible, never corrected.
+PAPER_MEAN_MISMATCHES = {
+    ("vanilla", "visda2017", "vanilla", "cdan", ""): "VisDA CDAN: class accuracies average 73.91, printed Mean 73.7",
+    ("vanilla", "imageclef", "vanilla", "source_only", ""): "ImageCLEF ResNet-50: tasks average 80.82, printed 80.7",
+    ("vanilla", "imageclef", "vanilla", "dmp_no_al", ""): "ImageCLEF DMP (No AL): tasks average 87.17, printed 87.3",
+}
+MEAN_TOLERANCE = 0.10
 
 
 def _read() -> pd.DataFrame:
@@ -226,8 +233,8 @@ def _mean_rows():
         if printed.empty:
             continue
         parts = group[(group["column"] != "Mean") & (group["task"] != "S->R6")]["value"]
-        marks = [pytest.mark.xfail(strict=True, reason="paper's printed Mean disagrees with its columns")] \
-            if key in PAPER_MEAN_MISMATCHES else []
+        marks = [pytest.mark.xfail(strict=True, reason=f"the paper's printed Mean disagrees with its columns: "
+                                   f"{PAPER_MEAN_MISMATCHES[key]}")] if key in PAPER_MEAN_MISMATCHES else []
         rows.append(pytest.param(key, float(printed.iloc[0]), parts.tolist(), marks=marks, id="/".join(key)))
     return rows
 
@@ -235,4 +242,5 @@ def _mean_rows():
 @pytest.mark.parametrize("key, printed, parts", _mean_rows())
 def test_printed_mean_matches_columns(key, printed, parts):
     assert len(parts) in (6, 12), key
-    assert abs(sum(parts) / len(parts) - printed) <= 0.15, (key, sum(parts) / len(parts), printed)
+    assert abs(sum(parts) / len(parts) - printed) <= MEAN_TOLERANCE + 1e-9, (key, sum(parts) / len(parts), printed)
+

@@ -6,6 +6,7 @@ reference tables tests/data/reference/tables/* (built once from them, see tests/
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -156,17 +157,44 @@ def test_best_per_column_is_bold(built):
         assert bold == [v == max(values) for v in values]
 
 
+def _spread_agg(column, mean, std, key_task=None):
+    return pd.DataFrame({
+        "block": "x", "row": "dmp", "column": column, "group": "", "unit": "%", "derived": False, "mean": mean,
+        "std": std, "n": 3, "expected": 3, "key_table": "vanilla", "key_dataset": "office31",
+        "key_setting": "vanilla", "key_method": "dmp", "key_variant": "", "key_task": key_task or column,
+        "key_column": column})
+
+
 def test_within_spread_rule():
-    agg = pd.DataFrame({
-        "block": "x", "row": ["dmp"] * 3, "column": ["A->W", "D->W", "W->D"], "group": "", "unit": "%",
-        "derived": False, "mean": [93.5, 90.0, 99.0], "std": [0.2, 0.2, float("nan")], "n": [3, 3, 1],
-        "expected": 3, "key_table": "vanilla", "key_dataset": "office31", "key_setting": "vanilla",
-        "key_method": "dmp", "key_variant": "", "key_task": ["A->W", "D->W", "W->D"],
-        "key_column": ["A->W", "D->W", "W->D"]})
+    agg = _spread_agg(["A->W", "D->W", "W->D"], [93.5, 90.0, 99.0], [0.2, 0.2, float("nan")]).assign(n=[3, 3, 1])
     comp = comparison(agg, load_reported())
     # paper A->W 93.0 (std 0.3): |0.5| <= 2*sqrt(0.04+0.09)+0.05 = 0.77 -> yes; D->W 99.0: no; 1 seed: n/a
     assert list(comp["within"]) == ["yes", "no", "n/a"]
     assert comp["diff"].iloc[0] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("diff, within", [(0.76, "yes"), (-0.76, "yes"), (0.78, "no"), (-0.78, "no")])
+def test_within_spread_factor_two_is_pinned(diff, within):
+    """Paper A->W 93.0 +- 0.3, ours std 0.2: the bound is 2 * sqrt(0.2^2 + 0.3^2) + 0.05 = 0.771 (a factor 3 would
+    give 1.13 and let 0.78 through; a factor 1 would give 0.41 and stop 0.76)."""
+    comp = comparison(_spread_agg(["A->W"], [93.0 + diff], [0.2]), load_reported())
+    assert comp["within"].iloc[0] == within
+    assert comp["tolerance"].iloc[0] == pytest.approx(2 * (0.2 ** 2 + 0.3 ** 2) ** 0.5 + 0.05, abs=1e-4)
+
+
+@pytest.mark.parametrize("diff, within", [(0.04, "yes"), (0.06, "no")])
+def test_within_spread_half_digit_term_is_pinned(diff, within):
+    """Paper DMP Office-31 Mean 90.5 has no std: with our std 0 the bound is the half digit, 0.05."""
+    paper = _cell_value("vanilla", "office31", "dmp", "Mean")
+    comp = comparison(_spread_agg(["Mean"], [paper + diff], [0.0]), load_reported())
+    assert comp["within"].iloc[0] == within and comp["tolerance"].iloc[0] == pytest.approx(0.05)
+
+
+def _cell_value(table, dataset, method, column) -> float:
+    rep = load_reported()
+    row = rep[(rep.table == table) & (rep.dataset == dataset) & (rep.method == method) & (rep.column == column)]
+    assert len(row) == 1 and row["std"].iloc[0] == ""
+    return float(row["value"].iloc[0])
 
 
 def test_row_target_writes_one_row(tmp_path):
@@ -177,7 +205,19 @@ def test_row_target_writes_one_row(tmp_path):
 
 
 def test_reported_csv_is_the_packaged_one():
-    assert REPORTED_CSV == ROOT / "dmp" / "tables" / "reported_results.csv"
+    """The tables' default CSV is a package data file of the installed package (pyproject's package-data), and the
+    one the table builder reads when given none."""
+    import importlib.resources
+    import inspect
+    import tomllib
+    from fnmatch import fnmatch
+
+    shipped = importlib.resources.files("dmp.tables") / "reported_results.csv"
+    assert REPORTED_CSV.read_bytes() == shipped.read_bytes()
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["dmp"]
+    assert any(fnmatch("tables/reported_results.csv", g) for g in globs)
+    assert inspect.signature(build).parameters["reported_csv"].default == REPORTED_CSV
+    assert load_reported().equals(load_reported(ROOT / "dmp" / "tables" / "reported_results.csv"))
 
 
 def test_cells_cover_every_configured_column():
@@ -196,3 +236,97 @@ def test_a_dataset_without_reported_numbers_renders(built):
     agg = aggregate(suite, suite.table_cells("vanilla"), RUNS_ROOT)
     md, tex = render(agg, load_reported().iloc[0:0], "vanilla")
     assert "(reported)" not in md and "| DMP " in md and r"\bottomrule" in tex
+
+
+def _printed_key(note: str, column: str) -> str:
+    """The metrics.json key a table note says ``column`` prints (the first one named after '<column>: ')."""
+    m = re.search(rf"(?:^|[:;] ){re.escape(column)}: [^;]*?metrics\.json `(\w+)`", note)
+    assert m, f"the note does not say which metrics.json value column {column!r} prints: {note!r}"
+    return m.group(1)
+
+
+def _visda_note(text: str, prefix: str = "- ") -> str:
+    lines = [l for l in text.splitlines() if l.startswith(f"{prefix}VisDA-2017: ")]
+    assert len(lines) == 1, f"expected one VisDA-2017 note, got {lines}"
+    return lines[0]
+
+
+def test_partial_visda_footnote_names_the_metric_it_prints(built):
+    """S->R6 (partial): the footnote names the metrics.json value, and the printed number is that value."""
+    note = _visda_note((built / "partial.md").read_text())
+    key = _printed_key(note, "S->R6")
+    assert key == "accuracy"  # overall accuracy over the 6 shared classes' target images
+    assert "`mean_class_accuracy`" in note  # ... and it says which one it is not
+    assert note[2:] in (built / "partial.tex").read_text()  # the LaTeX notes say the same
+    run = Run("visda2017", "partial", "S->R", "dmp_ent", "G", "full", "partial")
+    printed, other = fixture_values(run, (key,)), fixture_values(run, ("mean_class_accuracy",))
+    comp = read_csv(built / "partial.comparison.csv")
+    row = comp[(comp.dataset == "visda2017") & (comp.row == "dmp_ent") & (comp.column == "S->R6")].iloc[0]
+    assert float(row.ours) == pytest.approx(statistics.mean(printed), abs=1e-4)
+    assert float(row.ours) != pytest.approx(statistics.mean(other), abs=1e-2)  # the fixture tells them apart
+
+
+def test_vanilla_visda_footnote_names_the_metric_of_the_class_columns_and_the_mean(built):
+    text = (built / "vanilla.md").read_text()
+    note = _visda_note(text)
+    assert _printed_key(note, "Mean") == "mean_class_accuracy"
+    assert _printed_key(note, "class columns") == "per_class_accuracy"
+    assert note[2:] in (built / "vanilla.tex").read_text()
+    # Office-31 (task columns, overall accuracy: the general note) gets no block note of its own
+    assert not [l for l in text.splitlines() if l.startswith("- Office-31: ")]
+
+
+def test_visda_footnote_follows_the_metric_the_cells_read():
+    """The note is derived from the cells: make the S->R6 cell read mean_class_accuracy and the note says so."""
+    from dataclasses import replace
+
+    from dmp.tables.aggregate import aggregate
+    from dmp.tables.render import render
+
+    suite = Suite(CONFIG)
+    cells = [replace(c, value=("mean_class_accuracy",)) if c.block == "visda2017" else c
+             for c in suite.table_cells("partial")]
+    agg = aggregate(suite, cells, RUNS_ROOT)
+    md, tex = render(agg, load_reported(), "partial")
+    note = _visda_note(md)
+    assert _printed_key(note, "S->R6") == "mean_class_accuracy"
+    run = Run("visda2017", "partial", "S->R", "dmp_ent", "G", "full", "partial")
+    shown = md_row(md.split("## VisDA-2017")[1], "DMP+ent")[0].split(" ")[0].strip("*")
+    assert shown == f"{statistics.mean(fixture_values(run, ('mean_class_accuracy',))):.1f}"
+
+
+def test_damaged_unfinished_and_foreign_metrics_are_skipped_and_named(tmp_path):
+    """A metrics.json that is not valid JSON, lacks a finite value the table reads, has no config, or is the run of
+    another config (here: a source-only run, or a copy of another seed) is not used, and the footnote says why."""
+    import shutil
+
+    shutil.copytree(DATA / "fixture" / "runs", tmp_path / "runs")
+
+    def path(task, method, seed):
+        return tmp_path / Run("office31", "vanilla", task, method, "G", "full", "full", seed).metrics_path("")[1:]
+
+    def edit(p, change):
+        metrics = json.loads(p.read_text())
+        change(metrics)
+        p.write_text(json.dumps(metrics))
+
+    edit(path("A->W", "dmp", 0), lambda m: m["config"].update(method="source_only"))
+    path("A->W", "dmp", 1).write_text(path("A->W", "dmp", 1).read_text()[:50])
+    edit(path("D->W", "dmp", 0), lambda m: m.update(accuracy=float("nan")))
+    edit(path("D->W", "source_only", 0), lambda m: m["config"].update(seed=5))
+    edit(path("D->W", "source_only", 1), lambda m: m.pop("config"))
+    build(CONFIG, "vanilla", results=str(tmp_path), out=str(tmp_path))
+    comp = read_csv(tmp_path / "tables" / "vanilla.comparison.csv")
+    cell = comp[(comp.dataset == "office31") & (comp.row == "dmp") & (comp.column == "A->W")].iloc[0]
+    kept = fixture_values(Run("office31", "vanilla", "A->W", "dmp", "G", "full", "full"), ("accuracy",), seeds=(2,))
+    assert cell.seeds == "1" and float(cell.ours) == pytest.approx(kept[0], abs=1e-4)
+    rel = "runs/office31/vanilla/{}/{}/G/full-full/seed{}/metrics.json"
+    expected = [
+        f"Not used: {rel.format('A-W', 'dmp', 0)} (a run of another config: method 'source_only' (expected 'dmp')).",
+        f"Not used: {rel.format('A-W', 'dmp', 1)} (unreadable (JSONDecodeError)).",
+        f"Not used: {rel.format('D-W', 'dmp', 0)} (no finite number at accuracy).",
+        f"Not used: {rel.format('D-W', 'source_only', 0)} (a run of another config: seed 5 (expected 0)).",
+        f"Not used: {rel.format('D-W', 'source_only', 1)} (no recorded config)."]
+    for name, prefix in (("vanilla.md", "- "), ("vanilla.tex", "% "), ("vanilla.comparison.md", "- ")):
+        notes = [l for l in (tmp_path / "tables" / name).read_text().splitlines() if "Not used: " in l]
+        assert notes == [prefix + n for n in expected], name

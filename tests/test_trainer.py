@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from dmp.config import ConfigError, parse_overrides, resolve
 from dmp.train import train
@@ -88,11 +89,15 @@ def test_killed_process_resumes_to_the_same_numbers(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (run / "metrics.json").exists(), "the run finished before it could be killed"
-    leftovers = [p.name for p in run.iterdir() if p.name.endswith(".tmp")]
+    leftovers = [p.name for p in run.iterdir() if ".tmp" in p.name]  # atomic writes: .NAME.XXXX.tmp.EXT
     subprocess.run([sys.executable, script, run], check=True, timeout=300)
     a, b = (json.loads((d / "metrics.json").read_text()) for d in (ref, run))
     assert outcome(a) == outcome(b)
+    assert (ref / "log.csv").read_text() == (run / "log.csv").read_text()
+    model_a, model_b = (torch.load(d / "checkpoint.pt", weights_only=True)["model"] for d in (ref, run))
+    assert model_a.keys() == model_b.keys() and all(torch.equal(model_a[k], model_b[k]) for k in model_a)
     assert leftovers == [] or all(not (run / n).exists() for n in leftovers)
+    assert not [p.name for p in run.iterdir() if ".tmp" in p.name]
 
 
 def test_same_seed_same_numbers_other_seed_differs(tmp_path):
@@ -112,7 +117,13 @@ def test_metrics_file_is_complete_and_traceable(tmp_path):
                 "seconds_per_iter", "seed", "config", "git_commit", "dataset_version", "packages",
                 "code_version", "interpolation"):
         assert key in on_disk, key
-    assert np.array(on_disk["confusion_matrix"]).sum() == len(shift_task().target_eval)
+    cm = np.array(on_disk["confusion_matrix"])
+    assert cm.sum() == len(shift_task().target_eval)
+    per_class = on_disk["per_class_accuracy"]
+    assert per_class == pytest.approx({name: 100 * cm[i, i] / cm[i].sum()
+                                       for i, name in enumerate(on_disk["class_names"]) if cm[i].sum()})
+    assert on_disk["mean_class_accuracy"] == pytest.approx(np.mean(list(per_class.values())))
+    assert on_disk["accuracy"] == pytest.approx(100 * np.trace(cm) / cm.sum())
     assert on_disk["config"]["method"] == "dmp" and m["iterations"] == 20
     assert set(on_disk["interpolation"]) == {"0", "0.1", "0.3", "0.5"}
 
@@ -137,9 +148,8 @@ def test_dmp_beats_source_only_on_a_synthetic_shift(tmp_path):
 def test_tiny_and_one_class_batches_train_without_nan(tmp_path, metric):
     """Batch size 2 and a one-class target: every loss and parameter stays finite (the trainer raises on a
     non-finite loss)."""
-    import torch
     cfg = small_cfg(metric=metric, batch_size=2, iterations=12, intra_start=0, setting="partial",
                     anchor_period=4, method="dmp_ent")
     train(cfg, tmp_path, task=shift_task(target_classes=1), progress=False)
-    state = torch.load(tmp_path / "checkpoint.pt", weights_only=False)["model"]
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)["model"]
     assert all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point())

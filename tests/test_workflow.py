@@ -1,8 +1,9 @@
-"""The Snakemake suite: config validation, job enumeration (dry runs), lint, resumability guard, and a reduced
-demo end to end (marked slow)."""
+"""The Snakemake suite: config validation, job enumeration (dry runs), lint, the SLURM profile, resumability guard,
+and a reduced demo end to end.  Tests that run Snakemake are marked slow."""
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import re
 import subprocess
@@ -118,6 +119,7 @@ def test_suite_rejects_unknown_dataset_and_task_naming_them():
         Suite(bad)
 
 
+@pytest.mark.slow
 def test_bad_config_fails_the_workflow_before_any_job(tmp_path):
     cfg = load("demo.yaml")
     cfg["tables"]["vanilla"]["methods"] = ["source_only", "dmp_noal"]
@@ -129,6 +131,7 @@ def test_bad_config_fails_the_workflow_before_any_job(tmp_path):
 
 
 # ----------------------------------------------------------------------------- job enumeration
+@pytest.mark.slow
 def test_dry_run_paper_suite_lists_every_train_job():
     proc = snakemake("-n", "all_tables", "--quiet", "rules")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -139,6 +142,7 @@ def test_dry_run_paper_suite_lists_every_train_job():
     assert "demo_data" not in counts
 
 
+@pytest.mark.slow
 def test_row_target_runs_only_that_row():
     proc = snakemake("-n", "row_vanilla_office31_dmp", "--quiet", "rules")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -147,6 +151,7 @@ def test_row_target_runs_only_that_row():
     assert job_counts(proc.stdout)["train"] == len(tasks) * len(cfg["seeds"])
 
 
+@pytest.mark.slow
 def test_tables_without_runs_when_runs_are_not_required():
     proc = snakemake("-n", "table_time", "--config", "require_runs=False", "--quiet", "rules")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -159,12 +164,64 @@ def test_demo_enumeration_matches_its_table_definitions():
     assert len(Suite(cfg).all_runs()) == expected_train_jobs(cfg)
 
 
+@pytest.mark.slow
 def test_lint_is_clean():
     proc = snakemake("--lint")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Lints for" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
+def test_full_demo_dry_run_job_counts_and_train_inputs():
+    """config/demo.yaml as `make demo` runs it: 42 train jobs, the data and weights jobs once, one job per table, and
+    every train job depends on the demo data folder and the pre-trained weights file."""
+    proc = snakemake("-n", "all_tables", "--configfile", "config/demo.yaml", "--forceall")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cfg = load("demo.yaml")
+    counts = job_counts(proc.stdout)
+    assert counts == {"demo_data": 1, "demo_weights": 1, "train": expected_train_jobs(cfg),
+                      "table": len(cfg["tables"]), "all_tables": 1, "total": expected_train_jobs(cfg) + 9}
+    assert expected_train_jobs(cfg) == 42
+    blocks = proc.stdout.split("Job stats:")[1].split("\nrule ")[1:]
+    train = [b for b in blocks if b.startswith("train:")]
+    assert len(train) == 42
+    inputs = {re.search(r"^    input: (.*)$", b, re.M).group(1) for b in train}
+    assert inputs == {f"{cfg['data_dir']}/demo, {cfg['results']}/weights/smallcnn_demo.pt"}
+
+
+# ----------------------------------------------------------------------------- SLURM profile
+SLURM_PLUGIN = importlib.util.find_spec("snakemake_executor_plugin_slurm")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SLURM_PLUGIN is None, reason="snakemake-executor-plugin-slurm is not installed "
+                    "(pip install -e '.[slurm]')")
+def test_slurm_profile_requests_what_the_config_says(monkeypatch):
+    """`snakemake --profile profiles/slurm` also loads the workflow profile profiles/default, whose values win: the
+    training jobs must still ask for the config's GPU, memory and time, the cluster's partition and account, and
+    the SLURM profile's latency-wait, keep-going and retries must hold."""
+    proc = snakemake("--profile", "profiles/slurm", "-n", "row_vanilla_office31_dmp")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cfg, slurm = load("config.yaml"), yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
+    train = [b for b in proc.stdout.split("\nrule ")[1:] if b.startswith("train:")]
+    assert len(train) == 6 * len(cfg["seeds"])
+    for block in train:
+        resources = dict(kv.split("=", 1) for kv in re.search(r"^    resources: (.*)$", block, re.M)
+                         .group(1).split(", "))
+        assert {k: resources[k] for k in ("gpu", "mem_mb", "runtime")} == \
+            {k: str(v) for k, v in cfg["resources"].items()}
+        assert {k: resources[k] for k in ("slurm_partition", "slurm_account")} == \
+            {k: slurm["default-resources"][k] for k in ("slurm_partition", "slurm_account")}
+        assert re.search(r"^    threads: (\d+)$", block, re.M).group(1) == str(cfg["threads"])
+    from snakemake.cli import parse_args
+
+    monkeypatch.chdir(ROOT)
+    _, args = parse_args(["--profile", "profiles/slurm", "-n", "all_tables"])
+    assert (args.executor, args.latency_wait, args.keep_going, args.retries, args.jobs) == \
+        ("slurm", slurm["latency-wait"], True, slurm["retries"], slurm["jobs"])
+    assert args.set_resources == {}
+    assert {k: args.default_resources[k].value for k in ("mem_mb", "runtime")} == \
+        {k: slurm["default-resources"][k] for k in ("mem_mb", "runtime")}
 # ----------------------------------------------------------------------------- run arguments
 def test_train_args_are_accepted_by_the_trainer_config():
     """Every run of the paper suite gives `python -m dmp train` arguments its config resolves without error."""
@@ -213,7 +270,13 @@ def test_signature_changes_with_arguments_and_training_code_not_table_code(tmp_p
     suite = Suite(load("config.yaml"))
     run = suite_lib.Run("imageclef", "vanilla", "I->P", "dmp", "G", "full", "full", 0)
     assert suite.signature(run) != suite.signature(run.with_seed(1))
-    assert suite.signature(run) == suite.signature(run)
+    # another suite whose config differs only where no result depends on it (threads, resources, seeds, tables)
+    other = load("config.yaml")
+    other.update(threads=1, resources={"gpu": 0, "mem_mb": 1000, "runtime": 5}, seeds=[0])
+    other["tables"] = {"manifold_ablation": other["tables"]["manifold_ablation"]}
+    assert Suite(other).signature(run) == suite.signature(run)
+    other["train"] = {**other["train"], "lambda1": 1.0}  # ... but a trainer setting changes it
+    assert Suite(other).signature(run) != suite.signature(run)
     pkg = tmp_path / "dmp"
     (pkg / "tables").mkdir(parents=True)
     (pkg / "losses.py").write_text("A = 1\n")

@@ -1,4 +1,4 @@
-"""The ``data`` command: ``python -m dmp data {list,fetch,verify,prepare,demo,extract-features}``.
+"""The ``data`` command: ``python -m dmp data {list,fetch,verify,prepare,declare,demo,extract-features}``.
 
 :func:`add_subparsers` adds it to the main parser; :func:`main` runs a parsed ``data`` command.
 """
@@ -23,11 +23,19 @@ def add_subparsers(subparsers) -> argparse.ArgumentParser:
         p.add_argument("--verify-images", action="store_true", help="decode every image")
         if cmd == "fetch":
             p.add_argument("--retries", type=int, default=3, help="resumed attempts per mirror")
-            p.add_argument("--timeout", type=float, default=60, help="network timeout in seconds")
+            p.add_argument("--timeout", type=float, default=60, help="seconds a network read may wait")
+            p.add_argument("--deadline", type=float, default=None,
+                           help="seconds one download (one mirror, retries included) may take in all "
+                                "(default: 1 h plus the size limit at 256 kB/s)")
+            p.add_argument("--max-size", type=_size, default=None,
+                           help="largest archive accepted, e.g. 500M or 20G (default: twice its declared size)")
     p = sub.add_parser("prepare", help="write the split lists under datasets/<name>/lists")
     p.add_argument("name")
     p.add_argument("--splits", nargs="+", default=None,
                    help="splits to write (full, partial, first<N>, n<K>); default: the dataset's protocol splits")
+    p = sub.add_parser("declare", help="rewrite datasets/<name>/source.json and splits.json from the registry "
+                                       "(the inputs of the DVC stages)")
+    p.add_argument("names", nargs="*", help="datasets (default: every built-in image dataset)")
     p = sub.add_parser("demo", help="generate the demo dataset and its lists")
     p.add_argument("--root", default=None, help="output folder (default: registry data_root('demo'))")
     p.add_argument("--no-lists", action="store_true", help="do not (re)write datasets/demo/lists")
@@ -47,34 +55,49 @@ def add_subparsers(subparsers) -> argparse.ArgumentParser:
     return data
 
 
+def _size(text: str) -> int:
+    """``500M``, ``20G``, ``1.5e9`` -> bytes."""
+    units = {"k": 10 ** 3, "m": 10 ** 6, "g": 10 ** 9, "t": 10 ** 12}
+    text = text.strip().lower().rstrip("b")
+    try:
+        return int(float(text[:-1]) * units[text[-1]]) if text and text[-1] in units else int(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 500M or 20G)") from None
+
+
 def main(args) -> int:
     """Run a parsed ``data`` command and return 0; on a data error print it (no traceback) and exit 1."""
-    from . import fetch, registry, splits
-    from .fetch import FetchError
+    from . import declare, fetch, registry, splits, verify
+    from .registry import FetchError
+    from .spec import as_dict
 
     try:
         cmd = args.data_command
         if cmd == "list":
             specs = [registry.get_dataset(n) for n in registry.dataset_names()]
             if args.json:
-                print(json.dumps([registry.as_dict(s) for s in specs], indent=2))
+                print(json.dumps([as_dict(s) for s in specs], indent=2))
             else:
                 for s in specs:
                     doms = ", ".join(f"{d.name} ({d.short})" for d in s.domains)
-                    print(f"{s.name:18s} {s.kind:8s} {len(s.classes):3d} classes  {doms}  [{s.title}]")
+                    about = s.title + (f"; {s.release}" if s.release else "")
+                    print(f"{s.name:18s} {s.kind:8s} {len(s.classes):3d} classes  {doms}  [{about}]")
         elif cmd == "fetch":
             root = fetch.fetch(args.name, verify_images=args.verify_images, retries=args.retries,
-                               timeout=args.timeout)
+                               timeout=args.timeout, deadline=args.deadline, max_size=args.max_size)
             print(f"{args.name}: ready in {root}")
         elif cmd == "verify":
-            counts = fetch.verify(args.name, verify_images=args.verify_images)
+            counts = verify.verify(args.name, verify_images=args.verify_images)
             total = {d: sum(c.values()) for d, c in counts.items()} or {
-                d.name: len(registry.load_arrays(args.name, d.name)[1])
+                d.name: len(splits.load_arrays(args.name, d.name)[1])
                 for d in registry.get_dataset(args.name).domains}
             print(f"{args.name}: OK " + ", ".join(f"{d} {n}" for d, n in total.items()))
         elif cmd == "prepare":
             written = splits.prepare(args.name, args.splits)
             print(f"{args.name}: wrote {len(written)} lists under {registry.lists_dir(args.name)}")
+        elif cmd == "declare":
+            written = declare.write(args.names or None)
+            print(f"declarations: {len(written)} file(s) rewritten" + "".join(f"\n  {p}" for p in written))
         elif cmd == "demo":
             from pathlib import Path
 

@@ -2,9 +2,10 @@
 deterministically (numpy + PIL) as 32x32 RGB PNGs in the Office-31 layout ``<domain>/images/<class>/<file>``.
 
 Domains: ``solid`` (filled colours on flat backgrounds), ``outline`` (thick outlines with a faint fill),
-``noisy`` (shapes on textured noise) and ``blurry`` (grey and blurred); 30 % of each domain is drawn in the
-other domains' styles, which sets the difficulty of the transfer tasks (``STYLE_PURITY``). Every image
-depends only on (domain, class, index), so the data is identical on every machine.
+``noisy`` (shapes on textured noise) and ``blurry`` (grey and blurred). Each domain is drawn entirely in its
+own style (``STYLE_PURITY`` = 1; a lower value mixes in the other domains' styles and makes the transfer
+easier), as the domains of the real benchmarks are. Every image depends only on (domain, class, index), so the
+data is identical on every machine.
 """
 from __future__ import annotations
 
@@ -19,8 +20,17 @@ import numpy as np
 DEMO_CLASSES = ("arrow", "circle", "cross", "diamond", "heart", "hexagon", "ring", "square", "star", "triangle")
 DEMO_DOMAINS = (("solid", "S"), ("outline", "O"), ("noisy", "N"), ("blurry", "B"))
 DEMO_PER_CLASS = 30
-STYLE_PURITY = 0.7  # share of a domain drawn in its own style; lower = easier transfer
+PRETRAIN_CLASSES = DEMO_CLASSES + ("chevron", "octagon", "pentagon", "rectangle", "semicircle", "trapezoid")
+STYLE_PURITY = 1.0  # share of a domain drawn in its own style; lower = easier transfer (pure, as real benchmarks)
 SIZE = 32
+GENERATOR_VERSION = 2  # bump whenever the demo images change (drawing, styles): DVC then regenerates them
+
+
+def declaration() -> dict:
+    """What the generated demo data is a function of (``datasets/demo/source.json``, the DVC stage's input)."""
+    return {"generator_version": GENERATOR_VERSION, "classes": list(DEMO_CLASSES),
+            "domains": [name for name, _ in DEMO_DOMAINS], "per_class": DEMO_PER_CLASS, "size": SIZE,
+            "style_purity": STYLE_PURITY, "layout": "<domain>/images/<class>/<class>_NNNN.png"}
 
 
 def _outline(cls: str) -> list[list[tuple[float, float]]]:
@@ -47,6 +57,18 @@ def _outline(cls: str) -> list[list[tuple[float, float]]]:
                  (-b, -a), (-a, -a)]]
     if cls == "arrow":
         return [[(-1, -0.25), (0.2, -0.25), (0.2, -0.7), (1, 0), (0.2, 0.7), (0.2, 0.25), (-1, 0.25)]]
+    if cls == "pentagon":
+        return [regular(5, 1.0, -math.pi / 2)]
+    if cls == "octagon":
+        return [regular(8, 1.0, math.pi / 8)]
+    if cls == "rectangle":
+        return [[(-1, -0.45), (1, -0.45), (1, 0.45), (-1, 0.45)]]
+    if cls == "trapezoid":
+        return [[(-1, 0.6), (1, 0.6), (0.45, -0.6), (-0.45, -0.6)]]
+    if cls == "semicircle":
+        return [[(math.cos(t), -math.sin(t) + 0.4) for t in np.linspace(0, math.pi, 24)]]
+    if cls == "chevron":
+        return [[(-1, -0.6), (0, 0.2), (1, -0.6), (1, 0.1), (0, 0.9), (-1, 0.1)]]
     if cls == "heart":
         pts = [(16 * math.sin(t) ** 3, -(13 * math.cos(t) - 5 * math.cos(2 * t) - 2 * math.cos(3 * t)
                                          - math.cos(4 * t))) for t in np.linspace(0, 2 * math.pi, 40)]
@@ -61,12 +83,23 @@ def _place(poly, scale, angle, cx, cy):
 
 def render(domain: str, cls: str, index: int):
     """One demo image (a PIL RGB image) of ``cls`` in the style of ``domain``."""
-    from PIL import Image, ImageDraw, ImageFilter
-
     names = [n for n, _ in DEMO_DOMAINS]
     rng = np.random.default_rng([20240, names.index(domain), DEMO_CLASSES.index(cls), index])
     if rng.random() >= STYLE_PURITY:  # a minority of each domain is drawn in another domain's style
         domain = str(rng.choice([n for n in names if n != domain]))
+    return _draw(domain, cls, rng)
+
+
+def render_pretrain(cls: str, index: int):
+    """One image of the demo's stand-in for ImageNet (:data:`PRETRAIN_CLASSES`, style ``photo``: gradient
+    backgrounds, random colours, filled or outlined, random blur and noise). It is no demo domain; the
+    demo's backbone is pre-trained on it once (``python -m dmp pretrain-demo``) and fine-tuned in every run."""
+    return _draw("photo", cls, np.random.default_rng([7, PRETRAIN_CLASSES.index(cls), index]))
+
+
+def _draw(domain: str, cls: str, rng):
+    from PIL import Image, ImageDraw, ImageFilter
+
     hi = 4  # draw at 4x and downsample: anti-aliased edges
     big = SIZE * hi
     light_bg = rng.random() < 0.5
@@ -87,6 +120,14 @@ def render(domain: str, cls: str, index: int):
         while sum(abs(a - b) for a, b in zip(fg, bg)) < 200:
             fg = tuple(int(v) for v in rng.integers(0, 256, 3))
         scale, angle, width, fill = rng.uniform(0.28, 0.42), rng.uniform(-0.35, 0.35), 0, True
+    elif domain == "photo":
+        bg = tuple(int(v) for v in rng.integers(0, 256, 3))
+        bg2 = tuple(int(v) for v in rng.integers(0, 256, 3))
+        fg = tuple(int(v) for v in rng.integers(0, 256, 3))
+        while sum(abs(a - b) for a, b in zip(fg, bg)) < 150:
+            fg = tuple(int(v) for v in rng.integers(0, 256, 3))
+        fill = bool(rng.random() < 0.6)
+        scale, angle, width = rng.uniform(0.25, 0.45), rng.uniform(-0.6, 0.6), int(rng.integers(2, 5))
     elif domain == "blurry":
         g = int(rng.integers(lo, hi_))
         bg, fg = (g, g, g), tuple([int(np.clip(g + (-1 if light_bg else 1) * rng.integers(90, 160), 0, 255))] * 3)
@@ -94,6 +135,11 @@ def render(domain: str, cls: str, index: int):
     else:
         raise KeyError(f"unknown demo domain {domain!r}")
     img = Image.new("RGB", (big, big), bg)
+    if domain == "photo":  # a linear gradient from bg to bg2
+        ramp = np.linspace(0, 1, big)[:, None, None]
+        grad = (1 - ramp) * np.array(bg) + ramp * np.array(bg2)
+        img = Image.fromarray(np.broadcast_to(grad, (big, big, 3)).astype(np.uint8)).rotate(
+            float(rng.uniform(0, 360)), fillcolor=bg)
     draw = ImageDraw.Draw(img)
     cx, cy = (big / 2 + rng.uniform(-0.12, 0.12) * big for _ in range(2))
     r = scale * big
@@ -118,6 +164,9 @@ def render(domain: str, cls: str, index: int):
     elif domain == "blurry":
         img = Image.fromarray(arr.astype(np.uint8)).filter(ImageFilter.GaussianBlur(rng.uniform(0.5, 0.9)))
         arr = np.asarray(img, dtype=np.float32) + rng.normal(0, 6, arr.shape)
+    elif domain == "photo":
+        img = Image.fromarray(arr.astype(np.uint8)).filter(ImageFilter.GaussianBlur(rng.uniform(0, 0.8)))
+        arr = np.asarray(img, dtype=np.float32) + rng.normal(0, rng.uniform(0, 8), arr.shape)
     return Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8))
 
 

@@ -5,6 +5,7 @@ a new "features" dataset (``datasets/<out>/dataset.yaml`` + one ``<domain>.npz``
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,9 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     from ..models.backbones import build_backbone
     from .inputs import ImageListDataset, image_transforms
 
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", out_name) or ".." in out_name:
+        raise ValueError(f"--out-name {out_name!r}: a dataset name is letters, digits, '_', '-' and '.' (it "
+                         f"names the folder datasets/<out-name>/, and nothing outside datasets/ is written)")
     spec = registry.get_dataset(name)
     if spec.kind != "images":
         raise ValueError(f"extract-features reads an image dataset; {name!r} is of kind {spec.kind!r}")
@@ -40,7 +44,8 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     root = registry.require_dataset(name)
     domains = []
     for d in spec.domains:
-        ds = ImageListDataset(root, registry.list_file(name, d.name, split), transform)
+        ds = ImageListDataset(root, registry.list_file(name, d.name, split), transform,
+                              num_classes=len(spec.classes))
         feats = []
         with torch.no_grad():
             for x, _ in tqdm(DataLoader(ds, batch_size=batch_size), desc=f"features {d.name}", unit="batch",

@@ -42,25 +42,20 @@ def _sample_key(key):
 
 
 class ImageListDataset(Dataset):
-    """Images listed in a text file of ``relative/path label`` lines (relative to ``root``).
+    """Images listed in a text file of ``relative/path label`` lines (relative to ``root``), decoded to 8-bit RGB
+    (:func:`dmp.data.load.open_rgb`). With ``num_classes`` every label must lie in ``0..num_classes-1``; a bad
+    line is an error naming the file and line before any image is read.
 
     ``cache=True`` keeps each image in memory after the deterministic steps of an :func:`image_transforms`
     pipeline (small datasets such as the demo); only the random crop/flip run per sample."""
 
-    def __init__(self, root, list_file, transform, cache: bool = False):
+    def __init__(self, root, list_file, transform, cache: bool = False, num_classes: int | None = None):
+        from .registry import read_list
+
         self.root, self.transform, self.cache = Path(root), transform, {} if cache else None
-        self.paths, labels = [], []
-        with open(list_file) as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    path, label = line.rsplit(None, 1)
-                    labels.append(int(label))
-                except ValueError:
-                    raise ValueError(f"{list_file}:{n}: expected 'relative/path label', got {line!r}")
-                self.paths.append(path)
-        self.labels = torch.tensor(labels, dtype=torch.long)
+        entries = read_list(list_file, num_classes)
+        self.paths = [p for p, _ in entries]
+        self.labels = torch.tensor([lab for _, lab in entries], dtype=torch.long)
         if not self.paths:
             raise ValueError(f"{list_file} lists no images")
         first = self.root / self.paths[0]
@@ -72,12 +67,14 @@ class ImageListDataset(Dataset):
         return len(self.paths)
 
     def _load(self, i):
-        from PIL import Image
+        from .load import open_rgb
 
         if self.cache is not None and i in self.cache:
             return self.cache[i]
-        with Image.open(self.root / self.paths[i]) as img:
-            img = img.convert("RGB")
+        try:
+            img = open_rgb(self.root / self.paths[i])
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"unreadable image {self.root / self.paths[i]}: {exc}") from None
         if self.cache is not None:
             img = self.cache[i] = self._fixed(img)
         return img
@@ -182,14 +179,15 @@ class BatchStream:
             keys.append((int(self._perm(q // self.n)[q % self.n]), _mix(self.seed, self.sid, t, j, 1)))
         return keys
 
-    def iterate(self, start: int, stop: int):
-        """Yield ``(x, y)`` for iterations ``start .. stop-1``."""
+    def iterate(self, start: int, stop: int, pin_memory: bool = False):
+        """Yield ``(x, y)`` for iterations ``start .. stop-1`` (``pin_memory``: page-locked batches, for
+        asynchronous copies to a CUDA device)."""
         if isinstance(self.dataset, TensorDataset):
             for t in range(start, stop):
                 yield self.dataset.batch([i for i, _ in self.keys(t)])
             return
         loader = DataLoader(self.dataset, batch_sampler=_KeySampler(self, start, stop),
-                            num_workers=self.num_workers, persistent_workers=False)
+                            **loader_options(self.num_workers, pin_memory))
         yield from loader
 
 
@@ -205,17 +203,32 @@ class _KeySampler:
         return self.stop - self.start
 
 
-def eval_loader(dataset, batch_size: int, num_workers: int = 0):
-    """Sequential batches without augmentation randomness, of near-equal sizes (``ceil(N / batch_size)``
-    chunks differing by at most one sample, so no batch of one when ``N > 1``: BatchNorm in batch-statistics
-    mode needs two)."""
-    n = len(dataset)
+def loader_options(num_workers: int, pin_memory: bool = False) -> dict:
+    """DataLoader options of the training streams and the no-grad passes: ``num_workers`` processes, each keeping
+    up to ``prefetch_factor`` = 4 batches ready, kept for the loader's life (``persistent_workers``; a training
+    stream is one loader for the whole run); ``pin_memory`` (CUDA) copies batches to page-locked memory."""
+    workers = num_workers > 0
+    return dict(num_workers=num_workers, pin_memory=pin_memory, persistent_workers=workers,
+                prefetch_factor=4 if workers else None)
+
+
+def eval_loader(dataset, batch_size: int, num_workers: int = 0, order=None, pin_memory: bool = False):
+    """Batches without augmentation randomness, of near-equal sizes (``ceil(N / batch_size)`` chunks differing
+    by at most one sample, so no batch of one when ``N > 1``: BatchNorm in batch-statistics mode needs two).
+    ``order``: the sample indices to batch, in that order (default: all, sequential)."""
+    order = list(range(len(dataset))) if order is None else [int(i) for i in order]
+    n = len(order)
     chunks = max(1, math.ceil(n / batch_size))
     bounds = [round(i * n / chunks) for i in range(chunks + 1)]
-    batches = [list(range(a, b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    batches = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
     if isinstance(dataset, TensorDataset):
         return (dataset.batch(idx) for idx in batches)
-    return DataLoader(dataset, batch_sampler=batches, num_workers=num_workers)
+    return DataLoader(dataset, batch_sampler=batches, **loader_options(num_workers, pin_memory))
+
+
+def _sample_norm(x):
+    axes = tuple(range(1, x.ndim))
+    return (x - x.mean(axes, keepdims=True)) / (x.std(axes, keepdims=True) + 1e-6)
 
 
 def _standardize(source_x, *others):
@@ -225,8 +238,11 @@ def _standardize(source_x, *others):
 
 
 def build_task(cfg) -> Task:
-    """Resolve ``cfg`` (dataset, source, target, splits) through the dataset registry into a :class:`Task`."""
+    """Resolve ``cfg`` (dataset, source, target, splits) into a :class:`Task`: the declaration (registry), the
+    committed lists or the validated arrays (splits), then the torch datasets. Inputs are checked before any
+    work: domains, list files (labels in range), array files (labels, values, dimensions)."""
     from . import registry
+    from .splits import load_arrays
 
     spec = registry.get_dataset(cfg["dataset"])
     names = [d.name for d in spec.domains]
@@ -242,14 +258,21 @@ def build_task(cfg) -> Task:
         train_tf = image_transforms(True, cfg["resize"], cfg["crop"])
         test_tf = image_transforms(False, cfg["resize"], cfg["crop"])
         small = spec.name == "demo"
+        lists = {k: registry.list_file(spec.name, *k) for k in (src, tgt)}
 
         def images(domain_split, tf):
-            return ImageListDataset(root, registry.list_file(spec.name, *domain_split), tf, cache=small)
+            return ImageListDataset(root, lists[domain_split], tf, cache=small, num_classes=len(classes))
         return Task(images(src, train_tf), images(src, test_tf), images(tgt, train_tf), images(tgt, test_tf),
                     classes, 3, None, version)
-    xs, ys = registry.load_arrays(spec.name, *src)
-    xt, yt = registry.load_arrays(spec.name, *tgt)
+    xs, ys = load_arrays(spec.name, *src)
+    xt, yt = load_arrays(spec.name, *tgt)
+    if xs.shape[1:] != xt.shape[1:]:
+        root = registry.data_root(spec.name)
+        raise ValueError(f"dataset {spec.name}: source {root / spec.domain(src[0]).folder} has samples of shape "
+                         f"{list(xs.shape[1:])}, target {root / spec.domain(tgt[0]).folder} {list(xt.shape[1:])}")
     xs, xt = np.asarray(xs, np.float32), np.asarray(xt, np.float32)
+    if cfg["sample_norm"]:
+        xs, xt = _sample_norm(xs), _sample_norm(xt)
     if cfg["standardize"]:
         xs, xt = _standardize(xs, xt)
     s, t = TensorDataset(xs, ys), TensorDataset(xt, yt)

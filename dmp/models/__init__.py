@@ -1,5 +1,5 @@
 """Backbones (registry), manifold layers and the DMP network."""
 from .backbones import BACKBONES, WeightsUnavailableError, build_backbone
-from .network import DMPNet
+from .network import DMPNet, batch_statistics
 
-__all__ = ["BACKBONES", "DMPNet", "WeightsUnavailableError", "build_backbone"]
+__all__ = ["BACKBONES", "DMPNet", "WeightsUnavailableError", "batch_statistics", "build_backbone"]

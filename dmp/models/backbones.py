@@ -56,24 +56,29 @@ def _resnet101(pretrained=True, weights_path=None, **_):
 
 
 class SmallCNN(nn.Sequential):
-    """A small CNN for digit-sized images (16x16 to 32x32): three conv-BN-ReLU blocks, global average pool."""
+    """A small CNN for digit-sized images (16x16 to 32x32): three conv-norm-ReLU blocks, global average pool.
+    ``norm``: ``batch`` (BatchNorm) or ``group`` (GroupNorm, 8 groups: per-sample statistics, so a model
+    trained on the source alone does not normalise target images with source statistics)."""
 
-    def __init__(self, in_channels: int = 3, width: int = 32):
+    def __init__(self, in_channels: int = 3, width: int = 32, norm: str = "batch"):
         layers = []
         for i, out in enumerate((width, 2 * width, 4 * width)):
             layers += [nn.Conv2d(in_channels if i == 0 else width * 2 ** (i - 1), out, 3, padding=1),
-                       nn.BatchNorm2d(out), nn.ReLU(inplace=True)]
+                       nn.BatchNorm2d(out) if norm == "batch" else nn.GroupNorm(8, out), nn.ReLU(inplace=True)]
             layers.append(nn.MaxPool2d(2) if i < 2 else nn.AdaptiveAvgPool2d(1))
         super().__init__(*layers, nn.Flatten())
         self.out_dim = 4 * width
 
 
-def _smallcnn(pretrained=False, weights_path=None, in_channels=3, **_):
-    model = SmallCNN(in_channels)
+def _smallcnn(pretrained=False, weights_path=None, in_channels=3, norm="batch", **_):
+    model = SmallCNN(in_channels, norm=norm)
     if weights_path:
         model.load_state_dict(torch.load(weights_path, map_location="cpu", weights_only=True))
     elif pretrained:
-        raise WeightsUnavailableError("smallcnn has no pretrained weights; set pretrained=false")
+        raise WeightsUnavailableError(
+            "smallcnn has no downloadable weights: pre-train them once with `python -m dmp pretrain-demo --out "
+            "FILE` and pass weights_path=FILE (the demo pipeline does this), or set pretrained=false for a random "
+            "initialisation")
     return model, model.out_dim
 
 
@@ -87,6 +92,7 @@ BACKBONES: dict[str, Callable] = {
     "resnet50": _resnet50,
     "resnet101": _resnet101,
     "smallcnn": _smallcnn,
+    "smallcnn_gn": lambda **kw: _smallcnn(norm="group", **kw),
     "identity": _identity,
 }
 

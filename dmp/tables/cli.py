@@ -32,13 +32,13 @@ def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | No
         sel = (comp["row"] == row_id).to_numpy() & (agg["block"] == block).to_numpy()
         if not sel.any():
             raise KeyError(f"table {table!r} has no row {row_id!r} in block {block!r}")
-        text = comparison_markdown(comp[sel].reset_index(drop=True), table)
+        text = comparison_markdown(comp[sel].reset_index(drop=True), table, agg.attrs["skipped"])
         path = out_dir / "rows" / table / block / f"{row_id}.md"
         write_text(path, text.replace("ours vs. the paper", f"row {row_label(table, row_id)} ({block})", 1))
         return [path]
     md, tex = render(agg, reported, table)
     files = {f"{table}.md": md, f"{table}.tex": tex,
-             f"{table}.comparison.md": comparison_markdown(comp, table),
+             f"{table}.comparison.md": comparison_markdown(comp, table, agg.attrs["skipped"]),
              f"{table}.comparison.csv": comp.to_csv(index=False, lineterminator="\n")}
     for name, text in files.items():
         write_text(out_dir / name, text)
@@ -81,8 +81,11 @@ def add_subparsers(sub) -> None:
 
 
 def main(argv=None):
+    from dmp.cli import run_command
+
     parser = argparse.ArgumentParser(prog="python -m dmp.tables", description=__doc__)
+    parser.add_argument("--debug", action="store_true", help="on an error, show the traceback")
     sub = parser.add_subparsers(dest="command", required=True)
     add_arguments(sub.add_parser("build", help="build a table from the runs that exist"))
     args = parser.parse_args(argv)
-    args.func(args)
+    run_command(args.func, args, args.debug)

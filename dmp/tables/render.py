@@ -27,6 +27,13 @@ TITLES = {"vanilla": "Recognition rates (%) under the vanilla setting",
           "time": "Training time: seconds per source epoch (s/E) or per batch (s/B)",
           "interpolation": "Class-wise recognition rates (%) of interpolations alpha h_i + (1 - alpha) h_j"}
 DASH = "–"
+# Datasets whose paper "Mean" is the mean of the per-class accuracies (the VisDA-2017 challenge metric): their
+# blocks say in a note which accuracy each column prints, as the two definitions differ on an imbalanced target.
+CLASS_MEAN_DATASETS = ("visda2017",)
+METRIC_TEXT = {  # the metrics.json keys a vanilla/partial cell can read, as the notes name them
+    "accuracy": "overall target accuracy (metrics.json `accuracy`: correct predictions / target images)",
+    "mean_class_accuracy": "mean of the per-class target accuracies (metrics.json `mean_class_accuracy`)",
+    "per_class_accuracy": "per-class target accuracy (metrics.json `per_class_accuracy`)"}
 TOLERANCE_NOTE = ("within spread: |ours - paper| <= 2 * sqrt(std_ours^2 + std_paper^2) + half the paper's last "
                   "printed digit (std = sample std over seeds, ddof=1; the paper's std is 0 where it prints none); "
                   "'n/a' with fewer than 2 finished seeds")
@@ -145,7 +152,9 @@ def notes(agg: pd.DataFrame, table: str, any_reported: bool) -> list[str]:
     if table in ("vanilla", "partial", "manifold_ablation"):
         out.append("Task cells: overall target accuracy; Mean: mean over the tasks of the per-seed accuracies "
                    "(no std printed, as in the paper).")
-    if table in ("vanilla", "interpolation") and (agg["key_column"] != agg["key_task"]).any():
+    if table in ("vanilla", "partial"):
+        out += metric_notes(agg)
+    if table == "interpolation" and (agg["key_column"] != agg["key_task"]).any():
         out.append("Class-wise blocks: per-class target accuracy; their Mean is the mean of the per-class "
                    "accuracies (the paper's VisDA definition), not the overall accuracy.")
     if table == "sample_size":
@@ -153,6 +162,36 @@ def notes(agg: pd.DataFrame, table: str, any_reported: bool) -> list[str]:
     if table == "time":
         out.append("s/E = seconds per source epoch, s/B = seconds per batch (iteration), from metrics.json "
                    "seconds_per_epoch / seconds_per_iter; they depend on the machine.")
+    return out + skipped_notes(agg.attrs.get("skipped", {}))
+
+
+def skipped_notes(skipped: dict[str, str]) -> list[str]:
+    """One note per metrics.json the table did not use (damaged, unfinished or of another run), saying why."""
+    return [f"Not used: {path} ({why})." for path, why in sorted(skipped.items())]
+
+
+def metric_notes(agg: pd.DataFrame) -> list[str]:
+    """Vanilla/partial tables: which metrics.json value the columns of a block print, for class-wise blocks and
+    for the blocks of :data:`CLASS_MEAN_DATASETS`, read from the cells themselves (``value_key``)."""
+    if "value_key" not in agg:
+        return []
+    out = []
+    for block in dict.fromkeys(agg["block"]):
+        cells = agg[(agg["block"] == block) & ~agg["derived"].astype(bool)]
+        keys = cells["value_key"].str.split("/").str[0]
+        class_wise = keys.eq("per_class_accuracy")
+        if not class_wise.any() and block not in CLASS_MEAN_DATASETS:
+            continue
+        parts = [f"class columns: {METRIC_TEXT['per_class_accuracy']}"] if class_wise.any() else []
+        for column, key in dict.fromkeys(zip(cells["column"][~class_wise], keys[~class_wise])):
+            text = METRIC_TEXT.get(key, f"metrics.json `{key}`")
+            if block in CLASS_MEAN_DATASETS and key == "accuracy":
+                text += (", not the mean of the per-class accuracies (`mean_class_accuracy`, also recorded), which "
+                         "is the Mean of the paper's class-wise VisDA-2017 vanilla table")
+            elif block in CLASS_MEAN_DATASETS and key == "mean_class_accuracy":
+                text += ", the paper's VisDA-2017 definition, not the overall accuracy (`accuracy`, also recorded)"
+            parts.append(f"{column}: {text}")
+        out.append(f"{DATASET_LABELS.get(block, block)}: " + "; ".join(parts) + ".")
     return out
 
 
@@ -201,8 +240,8 @@ def comparison(agg: pd.DataFrame, reported: pd.DataFrame) -> pd.DataFrame:
         "within": within})
 
 
-def comparison_markdown(comp: pd.DataFrame, table: str) -> str:
-    """The comparison view as Markdown, one line per cell we run."""
+def comparison_markdown(comp: pd.DataFrame, table: str, skipped: dict[str, str] | None = None) -> str:
+    """The comparison view as Markdown, one line per cell we run (``skipped``: see :func:`skipped_notes`)."""
     def num(x, unit):
         return DASH if pd.isna(x) else fmt(x, unit)
 
@@ -219,4 +258,5 @@ def comparison_markdown(comp: pd.DataFrame, table: str) -> str:
     lines = [f"# {TITLES[table]}: ours vs. the paper", "",
              tabulate(shown, headers="keys", tablefmt="github", showindex=False, disable_numparse=True), "",
              f"- {TOLERANCE_NOTE}.", f"- {DASH}: no finished run, or no number printed in the paper."]
+    lines += [f"- {n}" for n in skipped_notes(skipped or {})]
     return "\n".join(lines) + "\n"

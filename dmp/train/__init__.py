@@ -4,9 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
-
 from ..config import resolve
+from .checkpoint import check_run_folder
 from .trainer import Trainer
 
 
@@ -14,9 +13,11 @@ def train(user_cfg: dict, out, task=None, progress: bool = True, stop_after: int
     """Resolve ``user_cfg``, build the task's data (unless ``task`` is given), train into ``out``.
 
     Returns the metrics dict, or ``None`` when stopped early by ``stop_after``. A finished run
-    (``out/metrics.json`` with status complete and the same config) is not trained again."""
+    (``out/metrics.json`` with status complete and the same config) is not trained again; a folder holding
+    another run's files is refused with a ``ConfigError``."""
     cfg = resolve(user_cfg)
     out = Path(out)
+    check_run_folder(out, cfg)  # before building the task, which can take long
     done = out / "metrics.json"
     if done.exists():
         metrics = json.loads(done.read_text())
@@ -25,8 +26,6 @@ def train(user_cfg: dict, out, task=None, progress: bool = True, stop_after: int
     if task is None:
         from ..data.inputs import build_task
         task = build_task(cfg)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=True))
     return Trainer(cfg, task, out, progress=progress).run(stop_after=stop_after)
 
 

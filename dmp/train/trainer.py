@@ -22,15 +22,17 @@ from tqdm import tqdm
 
 from .. import manifolds
 from ..anchors import Anchors
-from ..config import ConfigError
-from ..data.inputs import BatchStream, Task, eval_loader
+from ..config import ConfigError, resolve_workers
+from ..data.inputs import BatchStream, Task, TensorDataset, eval_loader
+from ..io import remove_temp_files
 from ..losses import entropy_loss, inter_class_loss, intra_class_loss
-from ..models import DMPNet, build_backbone
+from ..models import DMPNet, batch_statistics, build_backbone
 from ..weighting import class_weights, normalise_weights, weight_source_features
 from . import checkpoint as ckpt
+from . import snapshot
 from .evaluate import classification_report, interpolation_report, predict
 from .provenance import code_version, git_commit, packages
-from .schedule import lr_factor, set_lr
+from .schedule import lr_factor, schedule, set_lr
 
 LOG_FIELDS = ["iteration", "lr", "loss", "ce", "inter", "intra", "align", "entropy"]
 
@@ -45,36 +47,36 @@ def seed_everything(seed: int, deterministic: bool = True):
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.backends.cudnn.benchmark = False
+    elif not deterministic:
+        torch.backends.cudnn.benchmark = True  # cuDNN times the candidate kernels of each new shape, keeps the fastest
 
 
-def start_iteration(value, iters_per_epoch: int) -> int:
-    """``intra_start`` / ``inter_start``: an iteration count, or ``"<E>ep"`` for E source epochs."""
-    if isinstance(value, str):
-        return int(round(float(value[:-2]) * iters_per_epoch))
-    return int(value)
+def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors: Anchors, weights, device, sched):
+    """The DMP terms of one iteration; returns a dict of (unweighted) scalar tensors.
 
-
-def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors: Anchors, weights, device, iters_per_epoch=1):
-    """The DMP terms of one iteration; returns a dict of (unweighted) scalar tensors."""
-    inter_start = start_iteration(cfg["inter_start"], iters_per_epoch)
-    intra_start = start_iteration(cfg["intra_start"], iters_per_epoch)
-    method, c = cfg["method"], p_t.shape[1]
+    The class weights ``w`` of Eq. ClassWeight (``1/c`` vanilla, ``pi`` partial; scaled by ``weight_norm``)
+    enter Eq. WeightedIntraLoss in both settings, as Algorithm DMP computes them in both, and the source rows of
+    Eq. WeightedAlignLoss only in the partial setting (in the vanilla setting the source manifold is the whole
+    source domain; a uniform row scale would only shift the Log-Euclidean distance)."""
+    method = cfg["method"]
     zero = feats_s[0].sum() * 0.0
     out = {"inter": zero, "intra": zero, "align": zero, "entropy": zero}
-    w = normalise_weights(weights, cfg["weight_norm"]).to(device)
+    w_intra = normalise_weights(weights, cfg["weight_norm"]).to(device)
+    w = w_intra if cfg["setting"] == "partial" else None
     if method != "dmp_no_ds" and anchors.ready:
         class_means, means = anchors.on(device)
-        intra_w = None if cfg["setting"] == "vanilla" and cfg["weight_norm"] == "mean_one" else w
         for l, (hs, ht) in enumerate(zip(feats_s, feats_t)):
-            if it >= inter_start:
-                out["inter"] = out["inter"] + inter_class_loss(hs, y_s, means[l], c, absent=cfg["inter_absent"])
-            if it >= intra_start:
+            if it >= sched["inter_start_iteration"]:
+                out["inter"] = out["inter"] + inter_class_loss(hs, y_s, means[l], p_t.shape[1],
+                                                               absent=cfg["inter_absent"])
+            if it >= sched["intra_start_iteration"]:
                 out["intra"] = out["intra"] + intra_class_loss(ht, p_t, class_means[l], k=cfg["k"],
-                                                               class_weights=intra_w)
+                                                               class_weights=w_intra)
     if method != "dmp_no_al":
         for hs, ht in zip(feats_s, feats_t):
+            hs = hs if w is None else weight_source_features(hs, y_s, w)
             out["align"] = out["align"] + manifolds.alignment_distance(
-                cfg["metric"], weight_source_features(hs, y_s, w), ht, dim=cfg["grassmann_dim"], eps=cfg["le_eps"])
+                cfg["metric"], hs, ht, dim=cfg["grassmann_dim"], eps=cfg["le_eps"])
     if method == "dmp_ent":
         out["entropy"] = entropy_loss(p_t)
     return out
@@ -96,7 +98,19 @@ class Trainer:
         seed_everything(cfg["seed"], cfg["deterministic"])
         backbone, bdim = build_backbone(cfg["backbone"], cfg["pretrained"], cfg["weights_path"],
                                         in_channels=task.in_channels, in_dim=task.in_dim)
-        self.model = DMPNet(backbone, bdim, cfg["bottleneck_dims"], task.num_classes).to(self.device)
+        self.model = DMPNet(backbone, bdim, cfg["bottleneck_dims"], task.num_classes,
+                            cfg["manifold_bn"]).to(self.device)
+        # GPU execution (docs/benchmarks.md): NHWC convolutions for the ResNets and page-locked batches copied
+        # asynchronously on CUDA; bf16 autocast on the forward passes when precision = bf16 (:meth:`forward`).
+        self.channels_last = self.device.type == "cuda" and cfg["backbone"].startswith("resnet")
+        if self.channels_last:
+            self.model = self.model.to(memory_format=torch.channels_last)
+        self.pin_memory = self.device.type == "cuda"
+        # num_workers auto: no workers for data held in memory (arrays, features, the demo's cached images: each
+        # worker process would decode its own copy), else min(8, usable cores - 1) per stream.
+        in_memory = all(isinstance(d, TensorDataset) or getattr(d, "cache", None) is not None
+                        for d in (task.source_train, task.target_train))
+        self.workers = 0 if cfg["num_workers"] == "auto" and in_memory else resolve_workers(cfg["num_workers"])
         groups = self.model.param_groups(cfg["lr"], cfg["backbone_lr_mult"])
         if cfg["optimizer"] == "adam":
             self.opt = torch.optim.Adam(groups, betas=tuple(cfg["betas"]), weight_decay=cfg["weight_decay"],
@@ -107,11 +121,19 @@ class Trainer:
         self.anchors = Anchors(task.num_classes, cfg["bottleneck_dims"])
         self.weights = class_weights(None, task.num_classes, "vanilla")
         b = cfg["batch_size"]
-        self.iters_per_epoch = math.ceil(len(task.source_train) / b)
-        self.period = cfg["anchor_period"] or self.iters_per_epoch
-        self.source = BatchStream(task.source_train, b, cfg["seed"], 0, cfg["num_workers"])
-        self.target = BatchStream(task.target_train, b, cfg["seed"], 1, cfg["num_workers"])
+        self.sched = schedule(cfg, len(task.source_train))
+        self.iters_per_epoch, self.period = self.sched["iterations_per_epoch"], self.sched["anchor_period"]
+        self.source = BatchStream(task.source_train, b, cfg["seed"], 0, self.workers)
+        self.target = BatchStream(task.target_train, b, cfg["seed"], 1, self.workers)
         self.iteration, self.train_seconds, self.anchor_seconds = 0, 0.0, 0.0
+        self.wall_seconds = 0.0  # the training loop's wall time: data loading, anchor passes, steps, logging
+        # Host-device synchronisation only where values are read (docs/benchmarks.md): the first iteration with a
+        # non-finite loss is recorded on the device and read on logging iterations and before checkpoints; CUDA
+        # step times are measured with events, read at the same points.
+        self._nonfinite_at = torch.full((), -1, dtype=torch.long, device=self.device)
+        self._step_events: list = []
+        self._weights_on = (None, None)
+        self.accuracy_log: list[list[float]] = []  # [iteration, target accuracy %] (log_accuracy_every)
         # Provenance of the code that actually runs, taken now (a resumed run appends its own).
         self.provenance = [{"git_commit": git_commit(), "code_version": code_version(), "from_iteration": 0}]
 
@@ -122,60 +144,163 @@ class Trainer:
 
     @torch.no_grad()
     def refresh_anchors(self):
-        """Algorithm DMP line 4 (full_pass) or the end of an accumulation window (accumulate)."""
+        """Algorithm DMP line 4 (full_pass) or the end of an accumulation window (accumulate).
+
+        The full pass sees BatchNorm as configured by ``anchor_bn``: ``batch`` = each domain in shuffled
+        batches of ``batch_size`` with batch statistics (what the losses see in training; running statistics
+        untouched), ``eval`` = the running statistics."""
+        self._synchronize()  # (CUDA) the queued steps are not anchor time
         start = time.perf_counter()
         cfg = self.cfg
         if cfg["anchor_mode"] == "accumulate":
             self.anchors.refresh_from_sums()
         else:
-            self.model.eval()
-            for x, y in eval_loader(self.task.source_eval, cfg["eval_batch_size"], cfg["num_workers"]):
-                feats, _ = self.model(x.to(self.device))
-                self.anchors.add_source(feats, y)
+            for x, y in self._anchor_batches(self.task.source_eval):
+                feats, _ = self.forward(x)
+                self.anchors.add_source(feats, y.to(self.device, non_blocking=self.pin_memory))
             if cfg["setting"] == "partial":
-                for x, _ in eval_loader(self.task.target_eval, cfg["eval_batch_size"], cfg["num_workers"]):
-                    self.anchors.add_target(torch.softmax(self.model(x.to(self.device))[1], 1))
+                for x, _ in self._anchor_batches(self.task.target_eval):
+                    self.anchors.add_target(torch.softmax(self.forward(x)[1], 1))
             self.anchors.refresh_from_sums()
+            self.model.train()
+        self._anchors_to_device()
         self.weights = class_weights(self.anchors.mean_prediction, self.task.num_classes, cfg["setting"])
+        self._synchronize()
         self.anchor_seconds += time.perf_counter() - start
 
+    def _anchors_to_device(self):
+        """Keep the anchors on the training device, so that no step copies them from the host."""
+        a = self.anchors
+        if a.ready:
+            a.class_means = [m.to(self.device) for m in a.class_means]
+            a.means = [m.to(self.device) for m in a.means]
+
+    def _device_weights(self):
+        """``self.weights`` on the device, copied once per change (a copy from pageable host memory waits for
+        the device)."""
+        if self._weights_on[0] is not self.weights:
+            self._weights_on = (self.weights, self.weights.to(self.device))
+        return self._weights_on[1]
+
+    def _synchronize(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _anchor_batches(self, dataset):
+        cfg = self.cfg
+        if cfg["anchor_bn"] == "eval":
+            self.model.eval()
+            yield from eval_loader(dataset, cfg["eval_batch_size"], self.workers, pin_memory=self.pin_memory)
+            return
+        # A permutation that depends only on (seed, iteration): the same after a resume.
+        g = torch.Generator().manual_seed(cfg["seed"] * 1_000_003 + self.iteration)
+        order = torch.randperm(len(dataset), generator=g)
+        with batch_statistics(self.model):
+            yield from eval_loader(dataset, cfg["batch_size"], self.workers, order=order,
+                                   pin_memory=self.pin_memory)
+
     # -- one step --------------------------------------------------------------------------------------
-    def step(self, it, xs, ys, xt):
+    def autocast(self):
+        """The autocast context of the model's forward passes: bfloat16 when ``precision: bf16``, else a no-op."""
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cfg["precision"] == "bf16")
+
+    def to_device(self, x):
+        """A batch on the training device: asynchronous from page-locked memory, NHWC for a channels_last model."""
+        if self.channels_last and x.dim() == 4:
+            return x.to(self.device, non_blocking=self.pin_memory, memory_format=torch.channels_last)
+        return x.to(self.device, non_blocking=self.pin_memory)
+
+    def forward(self, x):
+        """The model on a batch under :meth:`autocast`, returning float32 features and logits: the losses, the
+        anchors and the manifold distances (SVD/eigen, float64 inside) never see bfloat16."""
+        with self.autocast():
+            feats, logits = self.model(self.to_device(x))
+        return [f.float() for f in feats], logits.float()
+
+    def step(self, it, xs, ys, xt, log: bool = True):
+        """One iteration of Algorithm DMP. Returns the log row (floats) when ``log``, else None.
+
+        Reading a loss to the host waits for the device, so values are read on logging iterations only, in one
+        transfer. A non-finite loss is recorded on the device every step (no wait) and raised when read: on a
+        logging iteration before its update (as every step used to), otherwise at the next logging iteration or
+        before the next checkpoint (:meth:`check_finite`), so no checkpoint ever holds the diverged weights."""
         cfg = self.cfg
         self.model.train()
-        set_lr(self.opt, lr_factor(cfg["lr_schedule"], it / cfg["iterations"]))
-        xs, ys = xs.to(self.device), ys.to(self.device)
-        feats_s, logits_s = self.model(xs)
+        set_lr(self.opt, lr_factor(cfg["lr_schedule"], it / self.sched["iterations"]))
+        ys = ys.to(self.device, non_blocking=self.pin_memory)
+        feats_s, logits_s = self.forward(xs)
         ce = F.cross_entropy(logits_s, ys)
         parts = {"ce": ce}
         loss = ce
         if cfg["method"] != "source_only":
-            feats_t, logits_t = self.model(xt.to(self.device))
+            feats_t, logits_t = self.forward(xt)
             p_t = torch.softmax(logits_t, 1)
-            parts.update(dmp_losses(cfg, it, feats_s, ys, feats_t, p_t, self.anchors, self.weights,
-                                    self.device, self.iters_per_epoch))
+            parts.update(dmp_losses(cfg, it, feats_s, ys, feats_t, p_t, self.anchors, self._device_weights(),
+                                    self.device, self.sched))
             loss = loss + cfg["lambda1"] * (parts["inter"] + parts["intra"]) + cfg["lambda2"] * parts["align"] \
                 + cfg["entropy_weight"] * parts["entropy"]
             if cfg["anchor_mode"] == "accumulate":
                 self.anchors.add_source(feats_s, ys)
                 if cfg["setting"] == "partial":
                     self.anchors.add_target(p_t)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"non-finite loss at iteration {it}: "
-                                     + ", ".join(f"{k}={float(v):.4g}" for k, v in parts.items()))
+        self._nonfinite_at.masked_fill_(~torch.isfinite(loss.detach()) & (self._nonfinite_at < 0), it)
+        row = None
+        if log:
+            *values, first = torch.stack([v.detach().double() for v in (loss, *parts.values())]
+                                         + [self._nonfinite_at.double()]).tolist()
+            if 0 <= first < it:  # an earlier, unlogged step
+                self.check_finite(it, int(first))
+            if not math.isfinite(values[0]):
+                raise FloatingPointError(f"non-finite loss at iteration {it}: "
+                                         + ", ".join(f"{k}={v:.4g}" for k, v in zip(parts, values[1:])))
+            row = dict(zip(parts, values[1:]), iteration=it, lr=self.opt.param_groups[-1]["lr"], loss=values[0])
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
-        row = {k: float(v.detach()) for k, v in parts.items()}
-        row.update(iteration=it, lr=self.opt.param_groups[-1]["lr"], loss=float(loss.detach()))
         return row
+
+    def check_finite(self, it, first: int | None = None):
+        """Raise if a step up to ``it`` had a non-finite loss (``first``: the flag, if already read)."""
+        first = int(self._nonfinite_at) if first is None else first
+        if first >= 0:
+            raise FloatingPointError(f"non-finite loss at iteration {first} (read at iteration {it}; the flag is "
+                                     f"read on logging iterations and before checkpoints, none was written after "
+                                     f"iteration {first})")
+
+    def _timed_step(self, it, xs, ys, xt, log):
+        """:meth:`step`, its time added to ``train_seconds``: host time on CPU; on CUDA the device time between two
+        events around it, read without waiting (:meth:`_collect_step_times`)."""
+        if self.device.type != "cuda":
+            start = time.perf_counter()
+            row = self.step(it, xs, ys, xt, log)
+            self.train_seconds += time.perf_counter() - start
+            return row
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        row = self.step(it, xs, ys, xt, log)
+        end.record()
+        self._step_events.append((start, end))
+        if log:  # the row's read waited for this step's forward, so every earlier step is complete
+            self._collect_step_times(keep_last=True)
+        return row
+
+    def _collect_step_times(self, keep_last: bool = False):
+        done = self._step_events[:-1] if keep_last else self._step_events
+        if done:
+            done[-1][1].synchronize()
+            self.train_seconds += sum(a.elapsed_time(b) for a, b in done) / 1e3
+            self._step_events = self._step_events[len(done):]
 
     # -- checkpoints -----------------------------------------------------------------------------------
     def _state(self):
+        """Everything a resumed run needs, as tensors and plain values only (``ckpt.load_torch`` refuses
+        anything else)."""
         return {"iteration": self.iteration, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
                 "anchors": self.anchors.state_dict(), "weights": self.weights,
                 "train_seconds": self.train_seconds, "anchor_seconds": self.anchor_seconds,
-                "config": self.cfg, "provenance": self.provenance}
+                "wall_seconds": self.wall_seconds, "config": self.cfg, "provenance": self.provenance,
+                "threads": torch.get_num_threads(),
+                "dataset_version": self.task.dataset_version, "accuracy_log": self.accuracy_log}
 
     def save_checkpoint(self, log_rows):
         if log_rows:
@@ -187,18 +312,28 @@ class Trainer:
         path = self.out / "checkpoint.pt"
         if not path.exists():
             return False
-        state = ckpt.load_torch(path)
-        changed = {k for k in self.cfg if k not in ("threads", "num_workers", "device", "checkpoint_every")
-                   and state["config"].get(k) != self.cfg[k]}
+        state = ckpt.load_torch(path, keys=self._state().keys() - {"accuracy_log", "wall_seconds"})
+        changed = ckpt.config_changes(state["config"], self.cfg)
         if changed:
             raise ConfigError(f"{path} was written with a different config ({', '.join(sorted(changed))}); "
                               f"use another --out folder or delete it")
+        if state["dataset_version"] != self.task.dataset_version:
+            raise ConfigError(f"{path} was trained on dataset version {state['dataset_version']}, the data in place "
+                              f"is version {self.task.dataset_version}; restore that version (dvc pull) or delete "
+                              f"the checkpoint to restart")
+        # CPU kernels are deterministic for a fixed thread count only: a resumed run keeps the count it started
+        # with (Snakemake's --cores may differ between the two calls), so it ends with the same numbers.
+        torch.set_num_threads(state["threads"])
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
         self.anchors.load_state_dict(state["anchors"])
+        self._anchors_to_device()
         self.weights = state["weights"]
         self.iteration = state["iteration"]
         self.train_seconds, self.anchor_seconds = state["train_seconds"], state["anchor_seconds"]
+        # (checkpoints written before wall_seconds existed: the steps and anchor passes, a lower bound)
+        self.wall_seconds = state.get("wall_seconds", self.train_seconds + self.anchor_seconds)
+        self.accuracy_log = [list(r) for r in state.get("accuracy_log", []) if r[0] < self.iteration]
         self.provenance[0]["from_iteration"] = self.iteration
         self.provenance = state["provenance"] + self.provenance
         _truncate_log(self.out / "log.csv", self.iteration)
@@ -206,39 +341,72 @@ class Trainer:
 
     # -- the loop --------------------------------------------------------------------------------------
     def run(self, stop_after: int | None = None) -> dict | None:
-        """Train to ``iterations`` (or only up to ``stop_after``, for tests of resumption) and evaluate."""
-        cfg, T = self.cfg, self.cfg["iterations"]
+        """Train to ``iterations`` (or only up to ``stop_after``, for tests of resumption) and evaluate.
+
+        ``out`` belongs to one run: a folder holding another run's files is refused (``ConfigError``); this
+        run resumes from its checkpoint, with log.csv cut back to it (emptied when there is none)."""
+        cfg, T = self.cfg, self.sched["iterations"]
         self.out.mkdir(parents=True, exist_ok=True)
-        self.try_resume()
+        ckpt.check_run_folder(self.out, cfg)
+        remove_temp_files(self.out)
+        if not self.try_resume():
+            _truncate_log(self.out / "log.csv", 0)  # rows of an attempt that never reached a checkpoint
+        ckpt.write_config(self.out, cfg)
         stop = T if stop_after is None else min(T, stop_after)
         rows = []
         bar = tqdm(total=T, initial=self.iteration, desc=f"{cfg['method']} {cfg['source']}->{cfg['target']}",
                    disable=not self.progress, dynamic_ncols=True)
-        batches_t = self.target.iterate(self.iteration, stop) if cfg["method"] != "source_only" else None
-        for xs, ys in self.source.iterate(self.iteration, stop):
+        pin = self.pin_memory
+        batches_t = self.target.iterate(self.iteration, stop, pin) if cfg["method"] != "source_only" else None
+        wall = time.perf_counter()  # wall_seconds: the loop below, less checkpoint writes and accuracy logging
+        for xs, ys in self.source.iterate(self.iteration, stop, pin):
             it = self.iteration
+            if cfg["log_accuracy_every"] and it % cfg["log_accuracy_every"] == 0:
+                paused = time.perf_counter()
+                self.log_accuracy()
+                wall += time.perf_counter() - paused
             xt = next(batches_t)[0] if batches_t is not None else None
             if self.uses_anchors and it % self.period == 0 and (it > 0 or cfg["anchor_mode"] == "full_pass"):
                 self.refresh_anchors()
-            start = time.perf_counter()
-            row = self.step(it, xs, ys, xt)
-            self.train_seconds += time.perf_counter() - start
-            if it % cfg["log_every"] == 0 or it == T - 1:
+            row = self._timed_step(it, xs, ys, xt, log=it % cfg["log_every"] == 0 or it == T - 1)
+            if row is not None:
                 rows.append(row)
                 bar.set_postfix(loss=f"{row['loss']:.3f}", ce=f"{row['ce']:.3f}", refresh=False)
             self.iteration = it + 1
             bar.update(1)
             if self.iteration % cfg["checkpoint_every"] == 0 or self.iteration == stop:
+                self._collect_step_times()  # waits for the device: times and the non-finite flag are final
+                self.check_finite(it)
+                self.wall_seconds += time.perf_counter() - wall
                 self.save_checkpoint(rows)
+                wall = time.perf_counter()
         bar.close()
         if self.iteration < T:
             return None
+        if cfg["log_accuracy_every"] and not any(r[0] == T for r in self.accuracy_log):
+            self.log_accuracy()
         return self.finish()
+
+    @torch.no_grad()
+    def log_accuracy(self):
+        """Target accuracy after ``self.iteration`` iterations, for the convergence figure only (never used to
+        select anything).  The random state is restored afterwards, so the training is the same with or
+        without it."""
+        py_state, np_state = random.getstate(), np.random.get_state()
+        devices = [self.device.index or 0] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices), self.autocast():
+            _, probs, labels = predict(self.model, self.task.target_eval, self.device, self.cfg["eval_batch_size"],
+                                       self.workers)
+        random.setstate(py_state)
+        np.random.set_state(np_state)
+        self.model.train()
+        self.accuracy_log.append([self.iteration, 100.0 * float((probs.argmax(1) == labels).double().mean())])
 
     def finish(self) -> dict:
         cfg, task = self.cfg, self.task
-        feats, probs, labels = predict(self.model, task.target_eval, self.device, cfg["eval_batch_size"],
-                                       cfg["num_workers"])
+        with self.autocast():
+            feats, probs, labels = predict(self.model, task.target_eval, self.device, cfg["eval_batch_size"],
+                                           self.workers)
         report = classification_report(probs.argmax(1).numpy(), labels.numpy(), task.classes)
         spi = self.train_seconds / max(self.iteration, 1)
         metrics = {
@@ -252,8 +420,15 @@ class Trainer:
             * self.iters_per_epoch,
             "anchor_seconds": self.anchor_seconds,
             "train_seconds": self.train_seconds,
+            # As the paper's time table: the training loop's wall time (data loading, anchor passes, steps) per
+            # epoch / per batch; seconds_per_iter and seconds_per_epoch count the steps (+ anchors) only.
+            "seconds_per_epoch_wall": self.wall_seconds / max(self.iteration, 1) * self.iters_per_epoch,
+            "seconds_per_batch_wall": self.wall_seconds / max(self.iteration, 1),
+            "wall_seconds": self.wall_seconds,
+            "data_workers": self.workers,
             "iterations": self.iteration,
             "iterations_per_epoch": self.iters_per_epoch,
+            "schedule": self.sched,
             "interpolation": interpolation_report(self.model, feats, labels, task.classes,
                                                   cfg["interpolation_per_class"], cfg["seed"]),
             "seed": cfg["seed"],
@@ -264,8 +439,14 @@ class Trainer:
             "dataset_version": task.dataset_version,
             "packages": packages(),
             "device": str(self.device),
+            "threads": torch.get_num_threads(),
             "model_selection": "last iteration (no target labels used)",
+            "accuracy_log": [{"iteration": int(i), "epoch": i / self.iters_per_epoch, "accuracy": a}
+                             for i, a in self.accuracy_log],
         }
+        if cfg["save_features"]:
+            metrics["features"] = snapshot.save_features(self.model, task, self.device, cfg, feats, probs, labels,
+                                                         self.out / snapshot.FILE, autocast=self.autocast)
         ckpt.save_json(metrics, self.out / "metrics.json")
         return metrics
 

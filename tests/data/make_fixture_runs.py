@@ -5,7 +5,8 @@
 The numbers are synthetic (seeded), in the exact metrics.json contract format.  On purpose: the partial
 VisDA source-only run has no finished seed at all (its cells must print as a dash), the vanilla W->D DMP run has
 only seeds 0 and 1 (a dagger), and seed 2 of the partial A->W source-only run is an unfinished run
-(``status: running``), which must count as missing.
+(``status: running``), which must count as missing (and be named in the footnote).  Each file records the run's
+identity (``config``: dataset, domains, setting, method, metric, seed, splits), which the tables check.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ ONLY_SEEDS_01 = {("office31", "vanilla", "W->D", "dmp")}
 RUNNING = {("office31", "partial", "A->W", "source_only", 2)}
 
 
-def metrics_for(run, classes, rng) -> dict:
+def metrics_for(run, classes, rng, config) -> dict:
     base = {"source_only": 60.0, "dmp": 75.0, "dmp_ent": 78.0}.get(run.method, 70.0)
     per_class = {c: round(float(np.clip(base + rng.normal(0, 8), 0, 100)), 2) for c in classes}
     acc = round(float(np.clip(base + rng.normal(0, 1.5), 0, 100)), 2)
@@ -44,7 +45,7 @@ def metrics_for(run, classes, rng) -> dict:
             # the interpolation analysis only where the table reads it (keeps the fixture small)
             "interpolation": interp if (run.dataset, run.setting, run.method) == ("visda2017", "vanilla", "dmp")
             else {},
-            "config": {"dataset": run.dataset, "method": run.method}, "git_commit": "fixture",
+            "config": config, "git_commit": "fixture",
             "dataset_version": "fixture", "packages": {}, "code_version": "fixture"}
 
 
@@ -59,7 +60,7 @@ def main():
             continue
         path = HERE.parents[1] / run.metrics_path(config["results"])
         path.parent.mkdir(parents=True, exist_ok=True)
-        metrics = metrics_for(run, suite.class_names(run.dataset), rng)
+        metrics = metrics_for(run, suite.class_names(run.dataset), rng, suite.run_config(run))
         path.write_text(json.dumps(metrics, sort_keys=True) + "\n")
         print(path.relative_to(HERE.parents[1]))
 

@@ -1,11 +1,16 @@
 # Shared state of the rules: the validated suite (dmp/suite.py) and the small helpers the rules call.
+# Shell commands: every path or value is formatted with Snakemake's `{...:q}` (shlex.quote; a list param quotes each
+# item), so a `results` folder with a space or a `;` is one word, never shell syntax.
 import os
 import sys
 
 sys.path.insert(0, workflow.basedir)
 from dmp import suite as suite_lib
 
-SUITE = suite_lib.Suite(config)
+try:
+    SUITE = suite_lib.Suite(config)
+except ValueError as err:  # a config error: its message alone (it names the key), no traceback
+    raise WorkflowError(str(err)) from None
 RESULTS = SUITE.results
 TABLE_FILES = ("md", "tex", "comparison.md", "comparison.csv")
 ENV = "../envs/dmp.yaml"
@@ -22,9 +27,10 @@ def stable_path(path):
 PYTHON = "python" if "conda" in str(workflow.deployment_settings.deployment_method).lower() else stable_path(
     sys.executable
 )
-# DMP_DATA_DIR for every job: the demo keeps its generated data under results/ (config data_dir).
+# DMP_DATA_DIR for every job (`env {params.env:q} ...`): the demo keeps its generated data under results/ (config
+# data_dir).
 DATA_DIR = stable_path(os.path.abspath(config["data_dir"])) if config.get("data_dir") else ""
-JOB_ENV = f"DMP_DATA_DIR={DATA_DIR}" if DATA_DIR else ""
+JOB_ENV = [f"DMP_DATA_DIR={DATA_DIR}"] if DATA_DIR else []
 
 
 def table_outputs(tables):
@@ -46,7 +52,8 @@ def demo_data_dir():
 
 
 def data_inputs(wildcards):
-    """The demo's data folder for demo runs (made by demo_data); nothing for fetched datasets."""
+    """The demo's data folder and pre-trained backbone for demo runs (rules demo_data, demo_weights); nothing for
+    fetched datasets."""
     if wildcards.dataset == "demo" and config.get("demo_data", False):
-        return [demo_data_dir()]
+        return [demo_data_dir(), SUITE.demo_weights()]
     return []

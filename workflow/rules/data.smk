@@ -15,4 +15,19 @@ rule demo_data:
         python=PYTHON,
         env=JOB_ENV,
     shell:
-        "{params.env} {params.python} -m dmp data demo > {log} 2>&1"
+        "env {params.env:q} {params.python:q} -m dmp data demo > {log:q} 2>&1"
+
+
+rule demo_weights:
+    """The demo's stand-in for ImageNet weights: the small CNN pre-trained once on generated shapes that are no
+    demo domain (python -m dmp pretrain-demo); every demo run fine-tunes from this file (weights_path)."""
+    output:
+        SUITE.demo_weights(),
+    log:
+        f"{RESULTS}/logs/demo_weights.log",
+    conda:
+        ENV
+    params:
+        python=PYTHON,
+    shell:
+        "{params.python:q} -m dmp pretrain-demo --out {output:q} > {log:q} 2>&1"

@@ -20,10 +20,10 @@ rule table:
         ENV
     params:
         python=PYTHON,
-        config=lambda w: suite_lib.shell_args([suite_lib.table_config_json(config, w.table)]),
+        config=lambda w: suite_lib.table_config_json(config, w.table),
     shell:
-        "{params.python} -m dmp.tables build {wildcards.table} --config-json {params.config} "
-        "--reported {input.reported} > {log} 2>&1"
+        "{params.python:q} -m dmp.tables build {wildcards.table:q} --config-json {params.config:q} "
+        "--reported {input.reported:q} > {log:q} 2>&1"
 
 
 rule row:
@@ -42,10 +42,10 @@ rule row:
         ENV
     params:
         python=PYTHON,
-        config=lambda w: suite_lib.shell_args([suite_lib.table_config_json(config, w.table)]),
+        config=lambda w: suite_lib.table_config_json(config, w.table),
     shell:
-        "{params.python} -m dmp.tables build {wildcards.table} --config-json {params.config} "
-        "--reported {input.reported} --row {wildcards.block} {wildcards.row:q} > {log} 2>&1"
+        "{params.python:q} -m dmp.tables build {wildcards.table:q} --config-json {params.config:q} "
+        "--reported {input.reported:q} --row {wildcards.block:q} {wildcards.row:q} > {log:q} 2>&1"
 
 
 for _table in SUITE.tables:

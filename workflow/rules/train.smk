@@ -34,12 +34,12 @@ rule train:
         python=PYTHON,
         env=JOB_ENV,
         run_dir=lambda w, output: os.path.dirname(output[0]),
-        args=lambda w: suite_lib.shell_args(SUITE.train_args(SUITE.run_from_wildcards(w))),
+        args=lambda w: SUITE.train_args(SUITE.run_from_wildcards(w)),
         signature=lambda w: SUITE.signature(SUITE.run_from_wildcards(w)),
     threads: config.get("threads", 1)
     resources:
         **config.get("resources", {}),
     shell:
-        "{params.python} -m dmp.suite prepare {params.run_dir} {params.signature} > {log} 2>&1 && "
-        "{params.env} {params.python} -m dmp train --quiet --out {params.run_dir} {params.args} threads={threads} "
-        ">> {log} 2>&1"
+        "{params.python:q} -m dmp.suite prepare {params.run_dir:q} {params.signature:q} > {log:q} 2>&1 && "
+        "env {params.env:q} {params.python:q} -m dmp train --quiet --out {params.run_dir:q} {params.args:q} "
+        "threads={threads} >> {log:q} 2>&1"

@@ -1,0 +1,202 @@
+"""Verification of an extracted copy of an image dataset: the full list of every domain read from the files
+(:func:`scan_domain`), per-domain and per-class counts against the declaration and the lock file
+(:func:`check_counts`, which also recognises another registered release of the dataset), every image decoded,
+and a per-file manifest hash (:func:`read_files`).
+
+Functions take ``shown``, which turns a path relative to the checked root into what errors print: the final
+path under the data root, or the archive member a file came from (a fetch checks a staging folder that is gone
+by the time the user reads the error).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+from tqdm import tqdm
+
+from . import registry
+from .load import open_rgb, read_arrays
+from .spec import IMAGE_EXTENSIONS, DatasetSpec, Domain
+
+Shown = Callable[[str], str]
+JUNK = ("__MACOSX", ".DS_Store", "Thumbs.db")
+
+
+def _is_image(name: str) -> bool:
+    return name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith("._")
+
+
+def _visible(name: str) -> bool:
+    return not name.startswith(".") and name not in JUNK
+
+
+def scan_domain(spec: DatasetSpec, domain: Domain, root: Path, shown: Shown | None = None) -> list[tuple[str, int]]:
+    """The full list of one domain from an extracted copy under ``root``, sorted by path.
+
+    class_folders: every image under ``<folder>/<class>/``; a missing or unknown class folder is an error.
+    list_files: the dataset's label list (CRLF accepted), each entry resolved by file name inside the flat
+    ``<folder>`` (the published ImageCLEF lists name class sub-folders that the archive does not have); an entry
+    listed twice is kept twice, as in the published lists."""
+    shown = shown or (lambda rel: str(Path(root) / rel))
+    base = root / domain.folder
+    if not base.is_dir():
+        raise registry.DatasetMissingError(f"domain folder {shown(domain.folder)} (domain {domain.name!r}) "
+                                           f"does not exist")
+    entries = []
+    if spec.layout == "class_folders":
+        present = sorted(p.name for p in base.iterdir() if p.is_dir() and _visible(p.name))
+        missing = [c for c in spec.classes if c not in present]
+        unknown = [c for c in present if c not in spec.classes]
+        if missing or unknown:
+            raise ValueError(f"{shown(domain.folder)}: " + "; ".join(
+                s for s in (f"missing class folder(s) {', '.join(missing)}" if missing else "",
+                            f"unknown class folder(s) {', '.join(unknown)}" if unknown else "") if s))
+        for label, cls in enumerate(spec.classes):
+            for dirpath, dirnames, files in os.walk(base / cls):
+                dirnames[:] = sorted(d for d in dirnames if _visible(d))
+                rel_dir = Path(dirpath).relative_to(root).as_posix()
+                entries += [(f"{rel_dir}/{f}", label) for f in sorted(files) if _is_image(f)]
+    elif spec.layout == "list_files":
+        lst = dict(spec.label_lists)[domain.name]
+        if not (root / lst).is_file():
+            raise registry.DatasetMissingError(f"label list {shown(lst)} (domain {domain.name!r}) does not exist")
+        for rel, label in registry.read_list(root / lst, len(spec.classes), shown(lst)):
+            path = f"{domain.folder}/{rel.replace(chr(92), '/').rsplit('/', 1)[-1]}"
+            if not (root / path).is_file():
+                raise registry.DatasetMissingError(f"{shown(path)} (listed in {shown(lst)} as {rel!r}) does not "
+                                                   f"exist")
+            entries.append((path, label))
+    else:
+        raise ValueError(f"dataset {spec.name!r}: unknown layout {spec.layout!r}")
+    entries.sort()
+    if not entries:
+        raise ValueError(f"{shown(domain.folder)}: no images found for domain {domain.name!r}")
+    return entries
+
+
+def per_class(spec: DatasetSpec, entries) -> dict[str, int]:
+    counts = Counter(label for _, label in entries)
+    return {c: counts.get(i, 0) for i, c in enumerate(spec.classes)}
+
+
+def _fmt(n) -> str:
+    return f"{n:,}" if isinstance(n, int) else str(n)
+
+
+def _release_hint(spec: DatasetSpec, totals: dict[str, int]) -> str:
+    """If the domain totals found are those of another registered release of the dataset, say so."""
+    for other in registry.releases(spec.name):
+        want = {d.name: d.count for d in other.domains if d.name in totals}
+        if want and want == totals:
+            def describe(s):
+                return (f"{s.release or s.title} ({_fmt(s.total)} images: "
+                        + ", ".join(f"{d.name} {_fmt(d.count)}" for d in s.domains) + ")")
+            if spec.variant_of is None:
+                return (f" These are the counts of {other.title}, {describe(other)}; the paper used "
+                        f"{describe(spec)}. The paper suite refuses it. To use that release anyway, select it "
+                        f"as the named variant: `python -m dmp data fetch {other.name}` and `dataset={other.name}` "
+                        f"(its own counts, lists and version).")
+            return (f" These are the counts of {describe(other)}: that is dataset {other.name!r} "
+                    f"(`python -m dmp data fetch {other.name}`).")
+    return ""
+
+
+def check_counts(spec: DatasetSpec, found: dict[str, dict[str, int]], lock: dict | None = None,
+                 where: Shown | None = None) -> None:
+    """Check per-class counts ``{domain: {class: n}}`` against the declaration (domain total, per-class counts
+    where published, images per class, every class present) and the counts locked at the first fetch. Raises
+    ValueError listing every problem, naming each domain as ``where(domain folder)``."""
+    where = where or (lambda rel: rel)
+    problems, totals = [], {}
+    for dname, counts in found.items():
+        d = spec.domain(dname)
+        total = totals[dname] = sum(counts.values())
+        issues = []
+        empty = [c for c, n in counts.items() if n == 0]
+        if empty:
+            issues.append(f"no images for class(es) {', '.join(empty)}")
+        if d.count is not None and total != d.count:
+            issues.append(f"{_fmt(total)} images, expected {_fmt(d.count)}")
+        expected = dict(zip(spec.classes, d.class_counts or ())) or (
+            {c: spec.images_per_class for c in spec.classes} if spec.images_per_class else {})
+        bad = [f"{c}: {counts[c]} (expected {n})" for c, n in expected.items() if counts.get(c) != n]
+        if bad:
+            issues.append("per-class counts differ from the published ones: " + ", ".join(bad))
+        locked = (lock or {}).get("counts", {}).get(dname)
+        if locked:
+            diff = [f"{c}: locked {locked.get(c)}, found {n}" for c, n in counts.items() if locked.get(c) != n]
+            if diff:
+                issues.append("per-class counts differ from the lock file "
+                              f"{registry.lock_path(spec.name)}: " + ", ".join(diff))
+        if issues:
+            problems.append(f"{where(d.folder)} (domain {dname!r}): " + "; ".join(issues))
+    if problems:
+        raise ValueError(f"dataset {spec.name!r}: " + "\n".join(problems) + _release_hint(spec, totals))
+
+
+def read_files(root: Path, rels, *, decode: bool, digest: bool, shown: Shown | None = None,
+               progress: bool = True) -> str | None:
+    """Read every file ``root/rel`` once: decode it to RGB (``decode``: an unreadable image is an error naming
+    ``shown(rel)``) and/or hash it. Returns the manifest hash (``digest``): sha256 over the sorted unique paths
+    and each file's sha256, the same whichever packaging the files came from."""
+    shown = shown or (lambda rel: str(Path(root) / rel))
+    manifest = hashlib.sha256()
+    for rel in tqdm(sorted(set(rels)), desc="read images", unit="img", disable=not progress):
+        try:
+            data = (Path(root) / rel).read_bytes()
+            if decode:
+                open_rgb(io.BytesIO(data))
+        except Exception as exc:  # PIL raises many types for broken files
+            raise ValueError(f"unreadable image {shown(rel)}: {exc.__class__.__name__}: {exc}") from None
+        if digest:
+            manifest.update(f"{rel}\0{hashlib.sha256(data).hexdigest()}\n".encode())
+    return manifest.hexdigest() if digest else None
+
+
+def check_domains(spec: DatasetSpec, root: Path, domains, *, lock: dict | None = None, shown: Shown | None = None,
+                  verify_images: bool = False, manifest: bool = False, progress: bool = True):
+    """Verify ``domains`` of ``spec`` under ``root``: full lists scanned, counts checked (:func:`check_counts`),
+    committed full lists matching, images decoded (``verify_images``), manifest hashes computed and compared
+    with the lock (``manifest`` or ``verify_images``). Returns ``(counts, manifests, entries)`` per domain."""
+    shown = shown or (lambda rel: str(Path(root) / rel))
+    lock = lock or {}
+    entries = {d: scan_domain(spec, spec.domain(d), root, shown) for d in domains}
+    counts = {d: per_class(spec, e) for d, e in entries.items()}
+    check_counts(spec, counts, lock, shown)
+    manifests = {}
+    for d, ents in entries.items():
+        committed = registry.lists_dir(spec.name) / f"{d}_full.txt"
+        if committed.is_file() and registry.read_list(committed) != ents:
+            raise ValueError(f"the images of {shown(spec.domain(d).folder)} differ from the committed list "
+                             f"{committed}: a different version of the dataset (or run `python -m dmp data "
+                             f"prepare {spec.name}`)")
+        if verify_images or manifest:
+            manifests[d] = read_files(root, [p for p, _ in ents], decode=verify_images, digest=True, shown=shown,
+                                      progress=progress)
+            locked = lock.get("manifest", {}).get(d)
+            if locked and locked != manifests[d]:
+                raise ValueError(f"the files of {shown(spec.domain(d).folder)} (domain {d!r}) differ from the "
+                                 f"version locked in {registry.lock_path(spec.name)}: same names and counts, "
+                                 f"other bytes (manifest {manifests[d][:12]}, locked {locked[:12]})")
+    return counts, manifests, entries
+
+
+def verify(name: str, root: Path | None = None, *, verify_images: bool = False, progress: bool = True,
+           domains=None) -> dict[str, dict[str, int]]:
+    """Verify the extracted dataset under ``root`` (default :func:`registry.data_root`) against its declaration,
+    lock file and committed lists (:func:`check_domains`); ``verify_images`` also decodes every image and checks
+    the manifest. Features/arrays datasets: every domain is read and validated. Returns the per-class counts."""
+    spec = registry.get_dataset(name)
+    if spec.kind != "images":
+        for d in spec.domains:
+            read_arrays(name, d.name)
+        return {}
+    root = Path(root) if root else registry.require_dataset(name)
+    names = [d.name for d in spec.domains if domains is None or d.name in domains]
+    counts, _, _ = check_domains(spec, root, names, lock=registry.read_lock(name), verify_images=verify_images,
+                                 progress=progress)
+    return counts

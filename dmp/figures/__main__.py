@@ -1,0 +1,3 @@
+from dmp.figures.cli import main
+
+main()

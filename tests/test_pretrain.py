@@ -1,0 +1,77 @@
+"""The demo's miniature of the paper's regime: a backbone pre-trained on a corpus that is no demo domain, loaded
+through weights_path and fine-tuned at 0.1x lr; and the anchors' BatchNorm modes."""
+import numpy as np
+import pytest
+import torch
+
+from dmp.config import resolve
+from dmp.data import demo
+from dmp.models import WeightsUnavailableError, batch_statistics, build_backbone
+from dmp.train.pretrain import pretrain_demo_backbone
+
+
+def test_pretraining_corpus_is_its_own_domain():
+    assert set(demo.DEMO_CLASSES) < set(demo.PRETRAIN_CLASSES)
+    a = np.asarray(demo.render_pretrain("star", 3))
+    assert np.array_equal(a, np.asarray(demo.render_pretrain("star", 3)))  # deterministic
+    # not a copy of any demo domain's image of the same class and index
+    for domain, _ in demo.DEMO_DOMAINS:
+        assert not np.array_equal(a, np.asarray(demo.render(domain, "star", 3)))
+
+
+def test_pretrained_weights_load_through_weights_path(tmp_path):
+    out = tmp_path / "w.pt"
+    info = pretrain_demo_backbone(out, progress=False, per_class=3, iterations=4, batch_size=8)
+    assert info["classes"] == len(demo.PRETRAIN_CLASSES)
+    model, _ = build_backbone("smallcnn", pretrained=True, weights_path=str(out))
+    saved = torch.load(out, weights_only=True)
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in saved.items())
+    fresh, _ = build_backbone("smallcnn", pretrained=False)
+    assert not all(torch.equal(fresh.state_dict()[k], v) for k, v in saved.items())
+    pretrain_demo_backbone(tmp_path / "again.pt", progress=False, per_class=3, iterations=4, batch_size=8)
+    again = torch.load(tmp_path / "again.pt", weights_only=True)
+    assert all(torch.equal(again[k], v) for k, v in saved.items())  # a pure function of the recipe
+
+
+def test_demo_preset_is_the_papers_regime():
+    cfg = resolve(dict(dataset="demo", source="S", target="O"))
+    assert cfg["pretrained"] is True and cfg["backbone_lr_mult"] == 0.1
+    from dmp.train.schedule import schedule
+    s = schedule(cfg, 300)
+    assert 0 < s["intra_start_iteration"] < s["iterations"] / 2 and s["anchor_refreshes"] >= 10
+    with pytest.raises(WeightsUnavailableError, match="pretrain-demo"):
+        build_backbone(cfg["backbone"], cfg["pretrained"], cfg["weights_path"])
+
+
+def test_batch_statistics_leaves_running_statistics_alone():
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3)).eval()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    x = torch.randn(16, 4) * 5 + 3
+    with batch_statistics(net):
+        y = net(x)
+        assert net.training
+    assert not net.training
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
+    assert torch.allclose(y.mean(0), net[1].bias, atol=1e-5)  # normalised with the batch's own statistics
+    assert not torch.allclose(net(x).mean(0), net[1].bias, atol=1e-2)  # eval mode: the running statistics
+
+
+@pytest.mark.parametrize("anchor_bn", ["batch", "eval"])
+def test_anchor_pass_does_not_touch_running_statistics(tmp_path, anchor_bn):
+    from tests.synthetic import shift_task, small_cfg
+    from dmp.train.trainer import Trainer
+    cfg = resolve(small_cfg(anchor_bn=anchor_bn, iterations=2))
+    trainer = Trainer(cfg, shift_task(), tmp_path, progress=False)
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items() if "running" in k}
+    trainer.refresh_anchors()
+    after = trainer.model.state_dict()
+    assert all(torch.equal(v, after[k]) for k, v in before.items())
+    assert trainer.anchors.ready
+
+
+def test_eval_loader_batches_exactly_the_given_order():
+    from dmp.data.inputs import TensorDataset, eval_loader
+    data = TensorDataset(np.arange(20, dtype=np.float32)[:, None], np.zeros(20, dtype=np.int64))
+    order = [7, 3, 11, 0, 19]
+    got = torch.cat([x for x, _ in eval_loader(data, 2, order=order)]).flatten().tolist()
+    assert got == [float(i) for i in order]

@@ -1,0 +1,99 @@
+"""The Snakemake config's trainer settings (``train:`` and every ``overrides[].set``) are resolved and validated
+against the trainer's registry when the suite is built, before any job runs; errors name the config key."""
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dmp.suite import Suite
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+DEMO = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+OVERRIDES = [{"when": {"dataset": "office31"}, "set": {"lambda2": 5e3}},
+             {"when": {"setting": "partial"}, "set": {"intra_start": "15ep"}},
+             {"when": {"method": "dmp"}, "set": {}}]
+
+
+def suite_error(base: dict, **changes) -> str:
+    cfg = copy.deepcopy(base)
+    cfg.update(copy.deepcopy(changes))
+    with pytest.raises(ValueError) as err:
+        Suite(cfg)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("base", [PAPER, DEMO], ids=["paper", "demo"])
+def test_shipped_configs_and_valid_overrides_pass(base):
+    cfg = copy.deepcopy(base)
+    cfg["overrides"] = OVERRIDES
+    Suite(cfg)
+
+
+def test_a_misspelled_key_names_where_it_is_and_the_key_meant():
+    err = suite_error(PAPER, train={"device": "cuda", "lamda1": 3})
+    assert err.startswith("config train.lamda1: unknown config key (did you mean 'lambda1'?)")
+    overrides = OVERRIDES + [{"when": {"method": "dmp"}, "set": {"lamda1": 3}}]
+    assert suite_error(PAPER, overrides=overrides).startswith("config overrides[3].set.lamda1: unknown config key")
+
+
+@pytest.mark.parametrize("key, value, expect", [("lambda1", -1, "a finite number >= 0"),
+                                                ("k", 0, "a positive integer"),
+                                                ("optimizer", "adamw", "one of adam, sgd"),
+                                                ("intra_start", "ep", "an iteration count")])
+def test_an_invalid_value_names_where_it_is(key, value, expect):
+    overrides = copy.deepcopy(OVERRIDES)
+    overrides[2]["set"][key] = value
+    err = suite_error(PAPER, overrides=overrides)
+    assert err.startswith(f"config overrides[2].set.{key} = {value!r} is invalid: expected {expect}")
+
+
+def test_k_larger_than_the_classes_of_a_table_dataset():
+    # ImageCLEF (12 classes) is in the paper tables; Office-Home has 65, so k=50 fails on ImageCLEF only
+    err = suite_error(PAPER, train={"device": "cuda", "k": 50})
+    assert err.startswith("config train.k = 50 is larger than the number of classes of dataset 'imageclef' (12)")
+    overrides = [{"when": {"dataset": "demo"}, "set": {"k": 11}}]
+    assert suite_error(DEMO, overrides=overrides).startswith(
+        "config overrides[0].set.k = 11 is larger than the number of classes of dataset 'demo' (10)")
+    ok = copy.deepcopy(PAPER)
+    ok["overrides"] = [{"when": {"dataset": "officehome"}, "set": {"k": 50}}]
+    Suite(ok)
+
+
+@pytest.mark.parametrize("key", ["dataset", "source", "target", "setting", "method", "metric", "seed",
+                                 "source_split", "target_split", "threads"])
+def test_keys_the_suite_sets_per_run_are_refused(key):
+    value = {"seed": 1, "threads": 2}.get(key, "x")
+    err = suite_error(DEMO, train={"device": "cpu", key: value})
+    assert err.startswith(f"config train.{key}: '{key}' is set for each run by the suite")
+    err = suite_error(DEMO, overrides=[{"when": {}, "set": {key: value}}])
+    assert err.startswith(f"config overrides[0].set.{key}: '{key}' is set for each run by the suite")
+
+
+def test_a_constraint_between_keys_names_the_sections_and_the_run():
+    overrides = [{"when": {"method": "dmp_ent"}, "set": {"entropy_weight": 0}}]
+    err = suite_error(DEMO, overrides=overrides)
+    assert re.match(r"config train and overrides\[0\]\.set, run results/demo/runs/demo/partial/S-N/dmp_ent/G/"
+                    r"full-partial/seed0: .*'entropy_weight' must be > 0 for method dmp_ent", err), err
+
+
+@pytest.mark.slow
+def test_a_bad_config_fails_the_dry_run_at_once_with_one_message(tmp_path):
+    cfg = copy.deepcopy(PAPER)
+    cfg["overrides"] = copy.deepcopy(OVERRIDES)
+    cfg["overrides"][2]["set"]["lambda1"] = -1
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all_tables", "--configfile", str(path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    message = "config overrides[2].set.lambda1 = -1 is invalid: expected a finite number >= 0"
+    assert out.count(message) == 1, out
+    assert "Job stats" not in out and "rule train" not in out

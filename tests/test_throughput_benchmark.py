@@ -1,0 +1,59 @@
+"""benchmarks/throughput.py runs on CPU at a tiny size and prints every figure of issue 8 (the figures themselves
+are measurements, not checked here)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow  # ~10 s of CPU; 20-40 s wall on a loaded 2-core machine
+def test_small_cpu_run_prints_every_figure(tmp_path):
+    out = tmp_path / "figures.json"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "throughput.py"), "--size", "small", "--device", "cpu",
+         "--crop", "32", "--batch", "2", "--steps", "1", "--warmup", "1", "--images", "4", "--workers", "1",
+         "--threads", "1", "--json", str(out)],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout
+    for label in ("RANDOM-INIT ResNet-50 (timing only", "input pipeline alone", "model step alone",
+                  "end to end", "end-to-end / model-only", "DMP / two-domain CE step",
+                  "DMP / source-only per epoch", "paper's time table: 1.60", "anchor pass share of an epoch",
+                  "anchor_mode: accumulate"):
+        assert label in text, (label, text)
+    r = json.loads(out.read_text())
+    assert r["device"] == "cpu" and r["workers"] == 1 and r["batch"] == 2
+    figures = [*r["pipeline_images_per_s"].values(), *r["model_images_per_s"].values(),
+               *r["end_to_end_images_per_s"].values(), *r["seconds_per_epoch_wall"].values(),
+               r["anchor_pass_seconds"]["vanilla"], r["anchor_pass_seconds"]["partial"]]
+    figures += [v for k, v in r["ratios"].items()]
+    assert set(r["pipeline_images_per_s"]) == {"amazon", "webcam", "dslr", "two-domain"}
+    assert all(isinstance(v, (int, float)) and v > 0 for v in figures), r
+    assert 0 < r["ratios"]["anchor_share_vanilla"] < r["ratios"]["anchor_share_partial"] < 1
+
+
+def test_suite_hours_estimate_covers_every_run_of_the_paper_suite():
+    import importlib.util
+
+    import yaml
+
+    from dmp.suite import Suite
+
+    spec = importlib.util.spec_from_file_location("throughput", ROOT / "benchmarks" / "throughput.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    config = ROOT / "config" / "config.yaml"
+    times = bench.paper_times()
+    per = bench.suite_hours(config, times, job_overhead_s=30.0)
+    runs = Suite(yaml.safe_load(config.read_text())).all_runs()
+    assert sum(r["runs"] for r in per.values()) == len(runs) > 0
+    assert all(r["steps_s"] > 0 and r["eval_s"] > 0 and r["anchors_s"] > 0 for r in per.values())
+    # a configuration the paper did not time is scaled from one it did: VisDA partial = ResNet-50, batch 32
+    assert bench.step_seconds(times, "resnet50", 32, "dmp") == pytest.approx(0.767 * 4.1 / 7.8)
+    assert bench.step_seconds(times, "resnet50", 50, "source_only") == pytest.approx(6.7 / 57)
