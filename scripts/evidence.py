@@ -168,7 +168,9 @@ def render(df: pd.DataFrame) -> str:
             t.index.name, t.columns.name = "lambda1 \\ lambda2", None
             t.columns = [f"{c:g}" for c in t.columns]
             t.index = [f"{i:g}" for i in t.index]
-            lines += [f"### {dataset} {task} ({part['seed'].nunique()} seeds)", "", t.to_markdown(), ""]
+            n = p.groupby(["l1", "l2"])["seed"].nunique()
+            seeds = f"{n.min()}" if n.min() == n.max() else f"{n.min()} to {n.max()}"
+            lines += [f"### {dataset} {task} ({seeds} seed(s) per cell, {len(n)} cells)", "", t.to_markdown(), ""]
     return "\n".join(lines + NOTES)
 
 

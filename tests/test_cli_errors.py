@@ -121,7 +121,8 @@ def test_labels_out_of_range_are_one_line(capsys, tmp_path, monkeypatch):
     real = dmp.train.train
     monkeypatch.setattr(dmp.train, "train", lambda user, out, progress: real(
         small_cfg(iterations=2), out, task=task, progress=False))
-    assert cli_error(capsys, "train", "--out", str(tmp_path)) == "error: IndexError: Target 4 is out of bounds.\n"
+    assert cli_error(capsys, "train", "--out", str(tmp_path)) == (
+        "error: the task's source_train labels span 0..4, outside the 4 classes 0..3\n")
 
 
 @pytest.mark.parametrize("exc, text", [

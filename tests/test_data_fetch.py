@@ -312,7 +312,7 @@ def test_cli_fetch_error_exit_status_and_flags(isolated, capsys):
     assert (args.deadline, args.max_size) == (9.0, 1_500_000_000)
     with pytest.raises(SystemExit) as exit_:
         cli.main(args)
-    assert exit_.value.code == 1
+    assert exit_.value.code == 2  # as every other command line error
     err = capsys.readouterr().err
     assert err.startswith("error: cannot fetch dataset 'office31'") and "Traceback" not in err
     assert cli.main(parser.parse_args(["data", "list"])) == 0

@@ -33,3 +33,21 @@ def test_resume_on_another_dataset_version_is_refused(tmp_path):
     changed.dataset_version = "other"
     with pytest.raises(ConfigError, match="dataset version"):
         train(cfg, tmp_path, task=changed, progress=False)
+
+
+def test_labels_outside_the_classes_are_refused_before_training(tmp_path):
+    task = shift_task()
+    task.target_eval.labels[3] = 4  # 4 classes: 0..3
+    with pytest.raises(ConfigError, match="target_(train|eval) labels span 0..4, outside the 4 classes"):
+        train(small_cfg(iterations=5), tmp_path, task=task, progress=False)
+    assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def test_a_checkpoint_that_cannot_be_written_names_the_file(tmp_path, monkeypatch):
+    from dmp.train import checkpoint
+
+    def full_disk(path, write, binary=True):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(checkpoint, "atomic_write", full_disk)
+    with pytest.raises(OSError, match="cannot write .*checkpoint.pt: .*No space left"):
+        checkpoint.save_torch({"a": 1}, tmp_path / "checkpoint.pt")

@@ -23,7 +23,13 @@ class CheckpointError(ConfigError):
 
 
 def save_torch(obj, path):
-    atomic_write(path, lambda fh: torch.save(obj, fh))
+    """Write ``obj`` atomically; a failure (e.g. a full disk) names the file."""
+    try:
+        atomic_write(path, lambda fh: torch.save(obj, fh))
+    except (OSError, RuntimeError) as exc:
+        err = OSError(f"cannot write {path}: {exc}")
+        err.errno = getattr(exc, "errno", None)
+        raise err from exc
 
 
 def save_json(obj, path):

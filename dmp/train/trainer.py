@@ -88,6 +88,11 @@ class Trainer:
 
     def __init__(self, cfg: dict, task: Task, out: Path, progress: bool = True):
         self.cfg, self.task, self.out, self.progress = cfg, task, Path(out), progress
+        for part in ("source_train", "source_eval", "target_train", "target_eval"):
+            labels = getattr(getattr(task, part), "labels", None)
+            if labels is not None and len(labels) and not 0 <= int(labels.min()) <= int(labels.max()) < task.num_classes:
+                raise ConfigError(f"the task's {part} labels span {int(labels.min())}..{int(labels.max())}, outside "
+                                  f"the {task.num_classes} classes 0..{task.num_classes - 1}")
         if cfg["k"] > task.num_classes:
             raise ConfigError(f"config key 'k' = {cfg['k']} is larger than the number of classes "
                               f"({task.num_classes})")
