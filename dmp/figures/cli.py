@@ -7,9 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
-import yaml
-
 from dmp.io import atomic_write, write_text
+from dmp.tables.cli import load_config
 
 FIGURE_FILES = ("pdf", "png", "csv")
 # Keys of a suite config that decide a figure: its runs (and their trainer settings) and its labels.
@@ -69,13 +68,6 @@ def build(config: dict, name: str, results: str | None = None, out: str | None =
     return paths, frame
 
 
-def _load_config(args) -> dict:
-    if args.config_json:
-        return json.loads(args.config_json)
-    with open(args.config) as fh:
-        return yaml.safe_load(fh)
-
-
 def _run(args):
     from dmp.figures.plan import FigurePlan
 
@@ -83,7 +75,7 @@ def _run(args):
         from dmp.figures.report import table_page
         print(table_page(args.markdown, args.out))
         return
-    config = _load_config(args)
+    config = load_config(args)
     plan = FigurePlan(config)
     names = plan.names if args.figure == "all" else [args.figure]
     for name in names:

@@ -45,7 +45,7 @@ def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | No
     return [out_dir / name for name in files]
 
 
-def _load_config(args) -> dict:
+def load_config(args) -> dict:
     if args.config_json:
         return json.loads(args.config_json)
     with open(args.config) as fh:
@@ -53,7 +53,7 @@ def _load_config(args) -> dict:
 
 
 def _run(args):
-    config = _load_config(args)
+    config = load_config(args)
     tables = [t for t in TABLES if t in config["tables"]] if args.table == "all" else [args.table]
     for table in tables:
         for path in build(config, table, args.reported, args.results, args.out,
