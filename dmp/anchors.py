@@ -4,8 +4,9 @@ plus the mean target prediction used by the partial class weights (Eq. ClassWeig
 
 Two ways to obtain them (config ``anchor_mode``):
 
-* ``full_pass`` - Algorithm DMP: every ``T_up`` iterations, a no-grad pass (eval mode) over the whole source
-  set (and, in the partial setting, the whole target set).
+* ``full_pass`` - Algorithm DMP: every ``T_up`` iterations, a no-grad pass over the whole source set (and, in
+  the partial setting, the whole target set), with BatchNorm as set by ``anchor_bn`` (``batch``: per-domain
+  batch statistics, as in the losses; ``eval``: running statistics); see ``Trainer.refresh_anchors``.
 * ``accumulate`` - the authors' earlier DRMEA code: running sums over the training batches since the last
   refresh; no extra pass. Until the first refresh there are no anchors and the discriminative terms are off.
 """

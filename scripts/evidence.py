@@ -7,7 +7,7 @@
 
 with source-only, DMP and its ablations (vanilla) or source-only, DMP, DMP+ent (partial), 3 seeds, the paper's
 hyper-parameters (presets of dmp/config.py), the model at the last iteration (no target labels). Also
-``--study anchors`` (the anchor/BatchNorm modes) and ``--study grid`` (the paper's lambda1 x lambda2 grid on one
+``--study anchors`` (the anchor/BatchNorm modes), ``--study weights`` (the vanilla class weights) and ``--study grid`` (the paper's lambda1 x lambda2 grid on one
 demo task and on Office-Caltech10 A->W). Every run is a normal training run under ``results/evidence/runs``
 (metrics.json: config, seed, git commit, dataset version); this script launches them and aggregates their
 metrics.json files into ``docs/evidence.md`` (mean +- sample std over seeds).
@@ -91,6 +91,11 @@ def jobs_for(study: str, seeds: int, only, weights: str):
                 range(seeds)):
             if not only or dataset in only:
                 yield job(dataset, "vanilla", task, "dmp", seed, name, **extra)
+    elif study == "weights":
+        for task, method, (name, norm), seed in itertools.product(
+                DEMO, ["dmp_no_al", "dmp"], [("sum_one", "sum_one"), ("mean_one", "mean_one")], range(seeds)):
+            if not only or "demo" in only:
+                yield job("demo", "vanilla", task, method, seed, name, weight_norm=norm)
     elif study == "grid":
         for (dataset, task), l1, l2, seed in itertools.product(GRID_TASKS, GRID["lambda1"], GRID["lambda2"],
                                                                  range(seeds)):
@@ -156,6 +161,14 @@ def render(df: pd.DataFrame) -> str:
         for dataset, part in anchors.groupby("dataset", sort=False):
             md, _ = table(part, "variant", list(ANCHORS))
             lines += [f"### {dataset}", "", md, ""]
+    weights = df[df["study"] == "weights"]
+    if len(weights):
+        lines += ["## Class weights in the vanilla intra-class term (demo)", "",
+                  "`sum_one`: Eq. ClassWeight as printed, w = 1/c (the default); `mean_one`: c w = 1, i.e. the "
+                  "unweighted Eq. IntraLoss&Truncated, so the intra-class term is c times stronger.", ""]
+        for method, part in weights.groupby("method", sort=False):
+            md, _ = table(part, "variant", ["sum_one", "mean_one"])
+            lines += [f"### {NAMES[method]}", "", md, ""]
     grid = df[df["study"] == "grid"]
     if len(grid):
         lines += ["## Sensitivity to lambda1 x lambda2 (DMP, vanilla; the paper's grids)", "",
@@ -180,8 +193,9 @@ NOTES = """## How to read these numbers, and what was changed to get them
   weights (1/c vanilla, pi partial; both sum to one) in the intra-class term, anchors from a full pass with
   per-domain batch statistics, the intra-class term after a warm-up. Nothing is tuned per task or per dataset.
 - Class weights: with the unweighted vanilla intra-class term (`weight_norm: mean_one`, i.e. c times the printed
-  weights) at lambda1 = 10, the intra-class term alone pulled the demo's target below source-only; with the
-  printed w = 1/c it helps. The partial setting always used pi summing to one.
+  weights) at lambda1 = 10, the intra-class term pulls the demo's target below source-only; with the printed
+  w = 1/c it helps (the table "Class weights in the vanilla intra-class term"). The partial setting uses pi,
+  summing to one, in both cases.
 - The demo: a small CNN trained from scratch on weak pseudo-labels is not the paper's regime. The demo now
   fine-tunes a backbone pre-trained on generated shapes that are no demo domain, at 0.1x lr. Its domains are
   drawn purely in their own style (an earlier version mixed 30 % of the other styles into every domain, which
@@ -202,7 +216,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--study", nargs="+", default=["main"], choices=["main", "anchors", "grid"])
+    ap.add_argument("--study", nargs="+", default=["main"], choices=["main", "anchors", "weights", "grid"])
     ap.add_argument("--only", action="append", help="dataset(s) to run")
     ap.add_argument("--out", default=str(ROOT / "results" / "evidence" / "runs"))
     ap.add_argument("--report", default=str(ROOT / "docs" / "evidence.md"))
