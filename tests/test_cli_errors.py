@@ -82,14 +82,20 @@ def test_a_malformed_override_value_names_the_override(capsys, tmp_path, no_trai
     assert err.startswith("error: override 'bottleneck_dims=[1,': the value is not valid YAML")
 
 
-def test_missing_data_is_its_message_without_a_type(capsys, tmp_path, monkeypatch):
+@pytest.mark.parametrize("exc, message", [
+    # an expected error is its message alone; an unexpected one names its type, on one line
+    ("missing", "dataset 'office31' is not in place: missing ... Fetch it with ..."),
+    (ZeroDivisionError("division by zero\nsecond line"), "ZeroDivisionError: division by zero second line"),
+])
+def test_errors_from_the_trainer_are_one_line(capsys, tmp_path, monkeypatch, exc, message):
     from dmp.data.registry import DatasetMissingError
+    if exc == "missing":
+        exc = DatasetMissingError(message)
 
     def fail(user, out, progress):
-        raise DatasetMissingError("dataset 'office31' is not in place: missing ... Fetch it with ...")
+        raise exc
     monkeypatch.setattr(dmp.train, "train", fail)
-    assert cli_error(capsys, "train", "--out", str(tmp_path)) == \
-        "error: dataset 'office31' is not in place: missing ... Fetch it with ...\n"
+    assert cli_error(capsys, "train", "--out", str(tmp_path)) == f"error: {message}\n"
 
 
 def test_a_table_config_without_seeds_or_tables_is_one_line(capsys, tmp_path):
@@ -157,14 +163,6 @@ def test_a_corrupt_checkpoint_is_one_line(capsys, tmp_path, monkeypatch):
         small_cfg(iterations=2), out, task=shift_task(), progress=False))
     err = cli_error(capsys, "train", "--out", str(tmp_path))
     assert str(tmp_path / "checkpoint.pt") in err and "cannot be loaded" in err
-
-
-def test_an_unexpected_error_names_its_type(capsys, tmp_path, monkeypatch):
-    def fail(user, out, progress):
-        raise ZeroDivisionError("division by zero\nsecond line")
-    monkeypatch.setattr(dmp.train, "train", fail)
-    assert cli_error(capsys, "train", "--out", str(tmp_path)) == \
-        "error: ZeroDivisionError: division by zero second line\n"
 
 
 def test_debug_shows_the_traceback(tmp_path, monkeypatch):
