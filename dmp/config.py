@@ -138,6 +138,13 @@ PARAMS: dict[str, Param] = {
     "sample_norm": Param(False, "array/feature datasets: scale each sample to zero mean and unit variance (the "
                          "same for every method; for digits it removes the ink-density difference of the domains)",
                          **_choice(True, False)),
+    "shift": Param(0, "arrays datasets of small images: random translation of training samples by up to this many "
+                   "pixels, the same for every method; 0 = none (the paper's image datasets use random crops)",
+                   **_int_ge0()),
+    "scale_jitter": Param(0.0, "arrays datasets of small images: random scaling of training samples by a factor in "
+                          "1 +- scale_jitter, the same for every method; 0 = none",
+                          check=lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1,
+                          expect="a number in [0, 1)"),
     # --- optimisation -----------------------------------------------------------------------
     "optimizer": Param("adam", "adam or sgd (momentum 0.9, nesterov off)", **_choice("adam", "sgd")),
     "lr": Param(2e-4, "learning rate of the new layers",
@@ -211,7 +218,7 @@ PRESETS: dict[tuple[str, str], dict[str, Any]] = {
     # (the last iterate of a constant lr swung between seeds): docs/method.md.
     ("mnist_usps", "vanilla"): dict(backbone="smallcnn_gn", pretrained=False, batch_size=32, lr=1e-3,
                                     backbone_lr_mult=1.0, sample_norm=True, lr_schedule="anneal", epochs=24,
-                                    intra_start="5ep"),
+                                    intra_start="5ep", shift=2, scale_jitter=0.25),
 }
 
 
@@ -255,7 +262,7 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
         cfg.update(PRESETS.get((user.get("dataset"), user.get("setting", cfg["setting"])), {}))
     cfg.update({k: _coerce(v) for k, v in user.items()})
     for key in ("lr", "lambda1", "lambda2", "le_eps", "entropy_weight", "backbone_lr_mult", "momentum",
-                "weight_decay"):
+                "weight_decay", "scale_jitter"):
         if isinstance(cfg[key], int) and not isinstance(cfg[key], bool):
             cfg[key] = float(cfg[key])
     for key, param in PARAMS.items():

@@ -105,3 +105,22 @@ def test_image_batches_identical_with_workers(tmp_path):
     serial = [x for x, _ in BatchStream(ds, 3, 0, 0, num_workers=0).iterate(2, 5)]
     parallel = [x for x, _ in BatchStream(ds, 3, 0, 0, num_workers=2).iterate(2, 5)]
     assert all(torch.equal(a, b) for a, b in zip(serial, parallel))
+
+
+def test_image_array_augmentation_is_seeded_and_training_only():
+    x = np.zeros((6, 1, 16, 16), dtype=np.float32)
+    x[:, :, 5:11, 6:10] = 1.0                                     # a bar on a flat background
+    ds = TensorDataset(x, np.arange(6), shift=2, scale_jitter=0.25)
+    stream = BatchStream(ds, 3, seed=1, stream_id=0)
+    batches = [xb for xb, _ in stream.iterate(0, 4)]
+    again = [xb for xb, _ in BatchStream(ds, 3, seed=1, stream_id=0).iterate(2, 4)]
+    assert all(torch.equal(a, b) for a, b in zip(batches[2:], again))          # a function of (seed, iteration)
+    assert any(not torch.equal(b[0], torch.from_numpy(x[0])) for b in batches)  # samples do move
+    assert all(float(b.min()) >= 0.0 and float(b.max()) <= 1.0 for b in batches)  # background fill, no wrap
+    keys = stream.keys(1)
+    by_item = torch.stack([ds[k][0] for k in keys])                             # the DataLoader path agrees
+    assert torch.equal(by_item, batches[1])
+    plain, _ = ds.batch([0, 1])                                                # no seeds (evaluation): untouched
+    assert torch.equal(plain, torch.from_numpy(x[:2]))
+    with pytest.raises(ValueError, match="images"):
+        TensorDataset(np.zeros((4, 8), np.float32), np.zeros(4), shift=1)

@@ -107,25 +107,46 @@ class ImageListDataset(Dataset):
 
 
 class TensorDataset(Dataset):
-    """Arrays already in memory (precomputed features ``[N, D]`` or small images ``[N, C, H, W]``)."""
+    """Arrays already in memory (precomputed features ``[N, D]`` or small images ``[N, C, H, W]``).
 
-    def __init__(self, x, y):
+    ``shift`` / ``scale_jitter`` (small images only): a training sample keyed with an augmentation seed is
+    translated by up to ``shift`` pixels in each direction and scaled by a factor in ``1 +- scale_jitter``, the
+    new border filled with the sample's corner value (its background); the draw comes from the sample's seed, so
+    a batch is the same whatever the worker count or a resume."""
+
+    def __init__(self, x, y, shift: int = 0, scale_jitter: float = 0.0):
         self.x = torch.as_tensor(np.asarray(x), dtype=torch.float32)
         self.labels = torch.as_tensor(np.asarray(y), dtype=torch.long)
         if len(self.x) != len(self.labels):
             raise ValueError(f"{len(self.x)} samples but {len(self.labels)} labels")
+        if (shift or scale_jitter) and self.x.ndim != 4:
+            raise ValueError("a random shift or scaling applies to images [N, C, H, W], not to feature vectors")
+        self.shift, self.scale_jitter = int(shift), float(scale_jitter)
+        self.augment = bool(shift or scale_jitter)
 
     def __len__(self):
         return len(self.labels)
 
-    def __getitem__(self, key):
-        i, _ = _sample_key(key)
-        return self.x[i], self.labels[i]
+    def _augmented(self, x, seed):
+        from torchvision.transforms.v2 import functional as TF
+        u = torch.rand(3, generator=torch.Generator().manual_seed(int(seed))).tolist()
+        s = self.shift
+        translate = [min(s, int((2 * s + 1) * u[1]) - s), min(s, int((2 * s + 1) * u[2]) - s)]
+        scale = 1.0 + self.scale_jitter * (2.0 * u[0] - 1.0)
+        return TF.affine(x, angle=0.0, translate=translate, scale=scale, shear=[0.0, 0.0],
+                         fill=float(x[:, 0, 0].mean()))
 
-    def batch(self, idx):
-        """Fast path: gather a whole batch without a DataLoader."""
-        idx = torch.as_tensor(idx)
-        return self.x[idx], self.labels[idx]
+    def __getitem__(self, key):
+        i, seed = _sample_key(key)
+        x = self.x[i]
+        return (self._augmented(x, seed) if self.augment and seed is not None else x), self.labels[i]
+
+    def batch(self, idx, seeds=None):
+        """Fast path: gather a whole batch without a DataLoader (``seeds``: augmentation seeds, per sample)."""
+        x, y = self.x[torch.as_tensor(idx)], self.labels[torch.as_tensor(idx)]
+        if self.augment and seeds is not None:
+            x = torch.stack([self._augmented(xi, sd) for xi, sd in zip(x, seeds)])
+        return x, y
 
 
 @dataclasses.dataclass
@@ -184,7 +205,8 @@ class BatchStream:
         asynchronous copies to a CUDA device)."""
         if isinstance(self.dataset, TensorDataset):
             for t in range(start, stop):
-                yield self.dataset.batch([i for i, _ in self.keys(t)])
+                keys = self.keys(t)
+                yield self.dataset.batch([i for i, _ in keys], [sd for _, sd in keys])
             return
         loader = DataLoader(self.dataset, batch_sampler=_KeySampler(self, start, stop),
                             **loader_options(self.num_workers, pin_memory))
@@ -275,6 +297,13 @@ def build_task(cfg) -> Task:
         xs, xt = _sample_norm(xs), _sample_norm(xt)
     if cfg["standardize"]:
         xs, xt = _standardize(xs, xt)
-    s, t = TensorDataset(xs, ys), TensorDataset(xt, yt)
+    for key in ("shift", "scale_jitter"):
+        if cfg[key] and xs.ndim != 4:
+            raise ValueError(f"config key {key!r} = {cfg[key]}: dataset {spec.name} holds feature vectors, not "
+                             f"images; this augmentation needs images (set {key}=0)")
+    s = TensorDataset(xs, ys, cfg["shift"], cfg["scale_jitter"])
+    t = TensorDataset(xt, yt, cfg["shift"], cfg["scale_jitter"])
+    # evaluation passes see the unshifted samples
+    s_eval, t_eval = TensorDataset(xs, ys), TensorDataset(xt, yt)
     in_channels = xs.shape[1] if xs.ndim == 4 else 1
-    return Task(s, s, t, t, classes, in_channels, xs.shape[1] if xs.ndim == 2 else None, version)
+    return Task(s, s_eval, t, t_eval, classes, in_channels, xs.shape[1] if xs.ndim == 2 else None, version)
