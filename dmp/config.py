@@ -4,7 +4,8 @@ A run config is built in three layers (later wins):
 
 1. the defaults declared in :data:`PARAMS` below;
 2. the paper's preset for the run's ``(dataset, setting)`` (:data:`PRESETS`, from the paper's
-   "Datasets and Experimental Setting" section and ``NOTES.md``), applied when ``preset: auto``;
+   "Datasets and Experimental Setting" section and ``NOTES.md``), applied when ``preset: auto``; a dataset
+   without one gets the defaults of its kind (:data:`KIND_PRESETS`: feature vectors use the identity backbone);
 3. the user's YAML file and ``key=value`` overrides.
 
 :func:`resolve` validates the result before any training starts and names the offending key.
@@ -222,6 +223,28 @@ PRESETS: dict[tuple[str, str], dict[str, Any]] = {
 }
 
 
+# Defaults by the kind of a dataset that has no preset of its own (``datasets/<name>/dataset.yaml``): feature
+# vectors go straight into the manifold layers, so the backbone is the identity (a ResNet cannot read them).
+KIND_PRESETS: dict[str, dict[str, Any]] = {
+    "features": dict(backbone="identity", pretrained=False),
+}
+
+
+def _preset(dataset, setting) -> dict[str, Any]:
+    """The paper's preset for ``(dataset, setting)``, else the defaults of the dataset's kind (none for an unknown
+    dataset: the run then fails on the name, with the list of known ones)."""
+    if (dataset, setting) in PRESETS:
+        return PRESETS[(dataset, setting)]
+    if not isinstance(dataset, str):
+        return {}
+    from .data.registry import get_dataset
+    try:
+        kind = get_dataset(dataset).kind
+    except (KeyError, ValueError, OSError):
+        return {}
+    return KIND_PRESETS.get(kind, {})
+
+
 class ConfigError(ValueError):
     """A bad run configuration, raised before any training starts."""
 
@@ -259,7 +282,7 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
     cfg = defaults()
     preset_name = user.get("preset", cfg["preset"])
     if preset_name == "auto":
-        cfg.update(PRESETS.get((user.get("dataset"), user.get("setting", cfg["setting"])), {}))
+        cfg.update(_preset(user.get("dataset"), user.get("setting", cfg["setting"])))
     cfg.update({k: _coerce(v) for k, v in user.items()})
     for key in ("lr", "lambda1", "lambda2", "le_eps", "entropy_weight", "backbone_lr_mult", "momentum",
                 "weight_decay", "scale_jitter"):

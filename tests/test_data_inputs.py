@@ -143,3 +143,22 @@ def test_open_rgb_scales_float_images():
     img = Image.fromarray(np.linspace(0, 1, 16, dtype=np.float32).reshape(4, 4), "F")
     out = np.asarray(load.to_rgb(img))
     assert out[0, 0, 0] == 0 and out[-1, -1, 0] == 255
+
+
+def test_a_features_dataset_defaults_to_the_identity_backbone(isolated, monkeypatch, tmp_path):
+    from dmp.config import ConfigError
+    from dmp.train.trainer import Trainer
+
+    _features(isolated, monkeypatch, np.zeros((3, 4), np.float32), np.array([0, 1, 2]))
+    cfg = resolve({"dataset": "feats", "source": "src", "target": "tgt"})
+    assert (cfg["backbone"], cfg["pretrained"]) == ("identity", False)
+    explicit = resolve({"dataset": "feats", "source": "src", "target": "tgt", "backbone": "resnet50"})
+    with pytest.raises(ConfigError, match=r"'backbone' = 'resnet50': dataset feats holds feature vectors \(4-d\)"):
+        Trainer(explicit, build_task(explicit), tmp_path / "run", progress=False)
+
+
+def test_augmenting_feature_vectors_is_refused(isolated, monkeypatch):
+    _features(isolated, monkeypatch, np.zeros((3, 4), np.float32), np.array([0, 1, 2]))
+    cfg = resolve({"dataset": "feats", "source": "src", "target": "tgt", "shift": 2})
+    with pytest.raises(ValueError, match=r"config key 'shift' = 2: dataset feats holds feature vectors"):
+        build_task(cfg)

@@ -96,6 +96,10 @@ class Trainer:
         if cfg["k"] > task.num_classes:
             raise ConfigError(f"config key 'k' = {cfg['k']} is larger than the number of classes "
                               f"({task.num_classes})")
+        if task.in_dim is not None and cfg["backbone"] != "identity":
+            raise ConfigError(f"config key 'backbone' = {cfg['backbone']!r}: dataset {cfg['dataset']} holds feature "
+                              f"vectors ({task.in_dim}-d), which go straight into the manifold layers; use "
+                              f"backbone=identity (the default for a features dataset without preset: none)")
         if cfg["threads"]:
             torch.set_num_threads(cfg["threads"])
         self.device = torch.device("cuda" if cfg["device"] == "cuda" or (
