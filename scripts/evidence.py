@@ -68,6 +68,12 @@ DEMO_ALL = [(a, b) for a in ("solid", "outline", "noisy", "blurry") for b in ("s
             if a != b]
 
 
+# --study weak_variants: what changes DMP on the weakest features (diagnostic; no default is taken from it)
+WEAK_TASKS = [("outline", "blurry"), ("outline", "noisy"), ("solid", "noisy"), ("blurry", "solid")]
+WEAK_VARIANTS = {"paper": {}, "k=3": dict(k=3), "lambda1=1": dict(lambda1=1.0),
+                 "no-manifold-BN": dict(manifold_bn=False)}
+
+
 def _pixels(rgb):
     """12 x 12 grey levels in [0, 1] (144-d): the weakest hand-crafted feature."""
     from PIL import Image
@@ -146,6 +152,11 @@ def jobs_for(study: str, seeds: int, only, weights: str):
         for dataset, task, method, seed in itertools.product(WEAK, DEMO_ALL, VANILLA, range(seeds)):
             if not only or dataset in only:
                 yield job(dataset, "vanilla", task, method, seed)
+    elif study == "weak_variants":
+        for task, method, (name, extra), seed in itertools.product(WEAK_TASKS, ["source_only", "dmp_no_al", "dmp"],
+                                                                    WEAK_VARIANTS.items(), range(seeds)):
+            if not only or "demo_pixels" in only:
+                yield job("demo_pixels", "vanilla", task, method, seed, name, **extra)
     elif study == "anchors":
         for (dataset, task), (name, extra), seed in itertools.product(
                 [("demo", t) for t in DEMO] + [("office_caltech10", t) for t in OC10[:2]], ANCHORS.items(),
@@ -192,14 +203,14 @@ def table(part: pd.DataFrame, index: str, order=None) -> str:
     return t.to_markdown(), wins
 
 
-def variant_section(part: pd.DataFrame, by: str, order, title, head: list[str]) -> list[str]:
+def variant_section(part: pd.DataFrame, by: str, order, title, head: list[str], level: str = "###") -> list[str]:
     """A study comparing variants: one table (variants x tasks) per value of ``by``."""
     if not len(part):
         return []
     lines = list(head)
     for key, sub in part.groupby(by, sort=False):
         md, _ = table(sub, "variant", order)
-        lines += [f"### {title(key)}", "", md, ""]
+        lines += [f"{level} {title(key)}", "", md, ""]
     return lines
 
 
@@ -238,6 +249,10 @@ def render(df: pd.DataFrame) -> str:
             better = int((wins.loc["dmp"] > wins.loc["source_only"]).sum())
             lines += [f"### {dataset}", "", f"Dataset version: {', '.join(part['dataset_version'].unique())}.", "",
                       md, "", f"DMP above source-only on {better} of {wins.shape[1]} tasks (task means).", ""]
+    lines += variant_section(df[df["study"] == "weak_variants"], "method", list(WEAK_VARIANTS), NAMES.get, [
+        "### What changes DMP on demo_pixels (4 tasks; a diagnostic, no default is taken from it)", "",
+        "`paper`: the defaults (k = 1, lambda1 = 10, BatchNorm in the manifold layers); each other row changes "
+        "one of them.", ""], level="####")
     lines += variant_section(df[df["study"] == "anchors"], "dataset", list(ANCHORS), lambda k: k, [
         "## Anchors and BatchNorm (DMP, vanilla)", "",
         "`batch`: full pass over the source with per-domain batch statistics (shuffled batches of b_s, running "
@@ -283,11 +298,28 @@ NOTES = """## How to read these numbers, and what was changed to get them
   it there (the paper's own caveat: the weights come from the mean prediction). That seed is the large std.
 - Digits (MNIST<->USPS, a CNN from scratch): source-only was weak and unstable because a model trained on
   MNIST alone normalises USPS with MNIST's BatchNorm running statistics (evaluated with target batch
-  statistics instead, a diagnostic only, the same source-only models scored far higher on every seed), and because the last iterate of a
-  constant learning rate swings. The preset now uses per-sample normalisation, GroupNorm in the CNN and the
-  annealed learning rate, for every method. Removing BatchNorm from the manifold layers as well steadied
-  source-only further but made DMP collapse to chance, so the manifold layers keep it (the authors' code has
-  it) and source-only remains the least stable baseline here.
+  statistics instead, a diagnostic only, the same source-only models scored far higher on every seed), because
+  the last iterate of a constant learning rate swings, and because the two datasets frame their digits
+  differently (USPS fills the frame, MNIST keeps a margin) and nothing showed the network another framing. The
+  preset now uses per-sample normalisation, GroupNorm in the CNN, the annealed learning rate and a random shift
+  (2 px) and scale (1 +- 0.25) of the training samples, for every method. Source-only rose from 55.5 to 80.9;
+  its std is 3.8 on M->U and 2.6 on U->M (it was 5.4 and 3.8 without the augmentation, 14.4 at first), still
+  the least stable baseline here. Removing BatchNorm from the manifold layers as well steadied source-only
+  further but made DMP collapse to chance, so the manifold layers keep it (the authors' code has it). On digits
+  DMP (94.0) is above DMP (No DS) (90.7) but 1.0 below DMP (No AL) (95.0), within one std: on U->M the
+  alignment term costs 2.3 points.
+- Weak hand-crafted features (the `weak` study): with the gradient histograms (source-only 83.9) the paper's
+  ordering holds, DMP 87.8 >= DMP (No DS) 87.6 >= DMP (No AL) 87.4 > source-only, and DMP beats source-only on
+  11 of 12 tasks. With 12 x 12 grey pixels (source-only 40.5, below 31 % on half the tasks) it does not: the
+  alignment alone helps (DMP (No DS) 42.7), but the intra-class term pulls the target towards the source class
+  centre of its Top-1 pseudo-label, and when most pseudo-labels are wrong this confirms the errors and collapses
+  classes (on O->B two classes take 54 to 59 % of DMP's predictions, 3 seeds; DMP (No AL) 33.9, DMP 34.5). The
+  term's premise, that the source's class structure transfers through the features, fails there. The table "What
+  changes DMP on demo_pixels" (3 seeds, four of these tasks) shows what moves it: k = 3 recovers about 4 points,
+  lambda1 = 1 brings DMP (43.0) back to source-only (43.4), and removing BatchNorm from the manifold layers
+  breaks every method. In exploratory runs, centring the intra-class cosines on the source mean, or evaluating
+  with target batch statistics, changed nothing. The defaults stay the paper's (k = 1, lambda1 = 10): nothing
+  here is tuned into them. On features this weak, read DMP against DMP (No DS).
 """.splitlines()
 
 
@@ -295,7 +327,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--study", nargs="+", default=["main"], choices=["main", "weak", "anchors", "weights", "grid"])
+    ap.add_argument("--study", nargs="+", default=["main"], choices=["main", "weak", "weak_variants", "anchors", "weights",
+                                                                 "grid"])
     ap.add_argument("--only", action="append", help="dataset(s) to run")
     ap.add_argument("--out", default=str(ROOT / "results" / "evidence" / "runs"))
     ap.add_argument("--report", default=str(ROOT / "docs" / "evidence.md"))
@@ -303,7 +336,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     out_root = Path(args.out)
     weights = None if args.report_only else demo_weights(out_root)
-    if "weak" in args.study and not args.report_only:
+    if {"weak", "weak_variants"} & set(args.study) and not args.report_only:
         weak_features()
     jobs = [] if args.report_only else [(cfg, out_root / out) for study in args.study
                                         for cfg, out in jobs_for(study, args.seeds, args.only, weights)]
