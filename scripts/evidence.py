@@ -7,8 +7,10 @@
 
 with source-only, DMP and its ablations (vanilla) or source-only, DMP, DMP+ent (partial), 3 seeds, the paper's
 hyper-parameters (presets of dmp/config.py), the model at the last iteration (no target labels). Also
-``--study anchors`` (the anchor/BatchNorm modes), ``--study weights`` (the vanilla class weights) and ``--study grid`` (the paper's lambda1 x lambda2 grid on one
-demo task and on Office-Caltech10 A->W). Every run is a normal training run under ``results/evidence/runs``
+``--study weak`` (hand-crafted features of the demo images, all 12 tasks, as a user brings their own features),
+``--study weak_variants`` (what changes DMP on the weakest of them), ``--study anchors`` (the anchor/BatchNorm
+modes), ``--study weights`` (the vanilla class weights) and ``--study grid`` (the paper's lambda1 x lambda2 grid on
+one demo task and on Office-Caltech10 A->W). Every run is a normal training run under ``results/evidence/runs``
 (metrics.json: config, seed, git commit, dataset version); this script launches them and aggregates their
 metrics.json files into ``docs/evidence.md`` (mean +- sample std over seeds).
 
@@ -327,8 +329,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--study", nargs="+", default=["main"], choices=["main", "weak", "weak_variants", "anchors", "weights",
-                                                                 "grid"])
+    ap.add_argument("--study", nargs="+", default=["main"],
+                    choices=["main", "weak", "weak_variants", "anchors", "weights", "grid"])
     ap.add_argument("--only", action="append", help="dataset(s) to run")
     ap.add_argument("--out", default=str(ROOT / "results" / "evidence" / "runs"))
     ap.add_argument("--report", default=str(ROOT / "docs" / "evidence.md"))

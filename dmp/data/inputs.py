@@ -131,7 +131,7 @@ class TensorDataset(Dataset):
         from torchvision.transforms.v2 import functional as TF
         u = torch.rand(3, generator=torch.Generator().manual_seed(int(seed))).tolist()
         s = self.shift
-        translate = [min(s, int((2 * s + 1) * u[1]) - s), min(s, int((2 * s + 1) * u[2]) - s)]
+        translate = [int((2 * s + 1) * u[1]) - s, int((2 * s + 1) * u[2]) - s]   # integers in [-s, s]
         scale = 1.0 + self.scale_jitter * (2.0 * u[0] - 1.0)
         return TF.affine(x, angle=0.0, translate=translate, scale=scale, shear=[0.0, 0.0],
                          fill=float(x[:, 0, 0].mean()))
@@ -303,7 +303,7 @@ def build_task(cfg) -> Task:
                              f"images; this augmentation needs images (set {key}=0)")
     s = TensorDataset(xs, ys, cfg["shift"], cfg["scale_jitter"])
     t = TensorDataset(xt, yt, cfg["shift"], cfg["scale_jitter"])
-    # evaluation passes see the unshifted samples
+    # the no-grad passes (anchors, evaluation) see the samples as they are
     s_eval, t_eval = TensorDataset(xs, ys), TensorDataset(xt, yt)
     in_channels = xs.shape[1] if xs.ndim == 4 else 1
     return Task(s, s_eval, t, t_eval, classes, in_channels, xs.shape[1] if xs.ndim == 2 else None, version)
