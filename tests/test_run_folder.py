@@ -77,3 +77,11 @@ def test_a_folder_holding_only_an_old_config_yaml_is_free(tmp_path):
         (tmp_path / name).unlink()
     assert run(tmp_path, dict(CFG, seed=3))["seed"] == 3
     assert "seed: 3" in (tmp_path / "config.yaml").read_text()
+
+
+def test_a_run_recorded_before_an_option_existed_is_the_same_run_at_its_default():
+    from dmp.train.checkpoint import config_changes
+    new = dict(CFG, shift=0, scale_jitter=0.0)
+    old = {k: v for k, v in new.items() if k not in ("shift", "scale_jitter")}   # written by an older version
+    assert config_changes(old, new) == []
+    assert config_changes(old, dict(new, shift=2)) == ["shift"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from ..config import ConfigError, load_yaml
+from ..config import PARAMS, ConfigError, load_yaml
 from ..io import atomic_write, write_json, write_text
 
 __all__ = ["CheckpointError", "RUNTIME_KEYS", "check_run_folder", "config_changes", "load_torch", "save_json",
@@ -56,8 +56,15 @@ def load_torch(path, keys=()):
 
 
 def config_changes(old: dict, new: dict) -> list[str]:
-    """Keys (other than :data:`RUNTIME_KEYS`) whose values differ between two resolved configs."""
-    return sorted(k for k in set(old) | set(new) if k not in RUNTIME_KEYS and old.get(k) != new.get(k))
+    """Keys (other than :data:`RUNTIME_KEYS`) whose values differ between two resolved configs. A key that one
+    config lacks (a run recorded before the option existed) counts as its declared default, the behaviour that
+    run had."""
+    missing = object()
+
+    def value(cfg, k):
+        v = cfg.get(k, missing)
+        return (PARAMS[k].default if k in PARAMS else None) if v is missing else v
+    return sorted(k for k in set(old) | set(new) if k not in RUNTIME_KEYS and value(old, k) != value(new, k))
 
 
 def check_run_folder(out, cfg: dict) -> None:
