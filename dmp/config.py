@@ -231,18 +231,21 @@ KIND_PRESETS: dict[str, dict[str, Any]] = {
 
 
 def _preset(dataset, setting) -> dict[str, Any]:
-    """The paper's preset for ``(dataset, setting)``, else the defaults of the dataset's kind (none for an unknown
-    dataset: the run then fails on the name, with the list of known ones)."""
+    """The paper's preset for ``(dataset, setting)``; for another release of a dataset (``variant_of``, e.g. the
+    15,913-image Office-Home) the preset of the dataset it is a release of; else the defaults of the dataset's
+    kind (none for an unknown dataset: the run then fails on the name, with the list of known ones)."""
     if (dataset, setting) in PRESETS:
         return PRESETS[(dataset, setting)]
     if not isinstance(dataset, str):
         return {}
     from .data.registry import get_dataset
     try:
-        kind = get_dataset(dataset).kind
+        spec = get_dataset(dataset)
     except (KeyError, ValueError, OSError):
         return {}
-    return KIND_PRESETS.get(kind, {})
+    if spec.variant_of and (spec.variant_of, setting) in PRESETS:
+        return PRESETS[(spec.variant_of, setting)]
+    return KIND_PRESETS.get(spec.kind, {})
 
 
 class ConfigError(ValueError):

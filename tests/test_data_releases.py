@@ -92,3 +92,13 @@ def test_visda_per_class_counts_are_checked(isolated, tmp_path):
                                          r"\(expected 2\), car: 3 \(expected 2\)"):
         verify.verify("visda2017")
     assert sum(spec.domain("synthetic").class_counts) == spec.domain("synthetic").count
+
+
+@pytest.mark.parametrize("setting", ["vanilla", "partial"])
+def test_another_release_trains_with_the_paper_preset_of_its_dataset(setting):
+    from dmp.config import resolve
+    base = dict(source="Art", target="Clipart", setting=setting)
+    paper = resolve(dict(base, dataset="officehome"))
+    current = resolve(dict(base, dataset="officehome_15913"))
+    assert {k: v for k, v in current.items() if k != "dataset"} == {k: v for k, v in paper.items() if k != "dataset"}
+    assert current["lambda2"] == (1.0 if setting == "partial" else 5e3)
