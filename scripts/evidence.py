@@ -22,6 +22,7 @@ import argparse
 import concurrent.futures as cf
 import itertools
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -225,10 +226,13 @@ def render(df: pd.DataFrame) -> str:
              "Hyper-parameters: the presets of `dmp/config.py` (the paper's lambda1 = 10, lambda2 = 5e3 vanilla / "
              "1 partial, k = 1, d' = b_s - 1), the same for every task; `python -m dmp config dataset=... "
              "source=... target=...` prints a run's full config.", ""]
-    meta = (f"Seeds: {', '.join(map(str, sorted(df['seed'].unique())))}; commits: "
-            f"{', '.join(sorted(df['commit'].unique()))}. Some of these are local commits of the session that "
-            "made the runs, squashed into bfe2349 before it landed; the code each run executed is identified "
-            "exactly by the `code_version` hash in its metrics.json.")
+    commits = sorted(df["commit"].unique())
+    unknown = [c for c in commits if subprocess.run(["git", "cat-file", "-e", f"{c}^{{commit}}"], cwd=ROOT,
+                                                    capture_output=True).returncode != 0]
+    meta = (f"Seeds: {', '.join(map(str, sorted(df['seed'].unique())))}; commits: {', '.join(commits)}"
+            + (f". Not in this repository's history: {', '.join(unknown)} (local commits squashed before landing; "
+               "the `code_version` hash in each metrics.json identifies the code a run executed)." if unknown
+               else "; each is in this repository's history (`git show <commit>`)."))
     lines += [meta, ""]
     main = df[df["study"] == "main"]
     for (dataset, setting), part in main.groupby(["dataset", "setting"], sort=False):
