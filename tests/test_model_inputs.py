@@ -122,5 +122,3 @@ def test_image_array_augmentation_is_seeded_and_training_only():
     assert torch.equal(by_item, batches[1])
     plain, _ = ds.batch([0, 1])                                                # no seeds (evaluation): untouched
     assert torch.equal(plain, torch.from_numpy(x[:2]))
-    with pytest.raises(ValueError, match="images"):
-        TensorDataset(np.zeros((4, 8), np.float32), np.zeros(4), shift=1)

@@ -109,18 +109,16 @@ class ImageListDataset(Dataset):
 class TensorDataset(Dataset):
     """Arrays already in memory (precomputed features ``[N, D]`` or small images ``[N, C, H, W]``).
 
-    ``shift`` / ``scale_jitter`` (small images only): a training sample keyed with an augmentation seed is
-    translated by up to ``shift`` pixels in each direction and scaled by a factor in ``1 +- scale_jitter``, the
-    new border filled with the sample's corner value (its background); the draw comes from the sample's seed, so
-    a batch is the same whatever the worker count or a resume."""
+    ``shift`` / ``scale_jitter`` (small images only; :func:`build_task` refuses them on vectors): a training
+    sample keyed with an augmentation seed is translated by up to ``shift`` pixels in each direction and scaled by
+    a factor in ``1 +- scale_jitter``, the new border filled with the sample's corner value (its background); the
+    draw comes from the sample's seed, so a batch is the same whatever the worker count or a resume."""
 
     def __init__(self, x, y, shift: int = 0, scale_jitter: float = 0.0):
         self.x = torch.as_tensor(np.asarray(x), dtype=torch.float32)
         self.labels = torch.as_tensor(np.asarray(y), dtype=torch.long)
         if len(self.x) != len(self.labels):
             raise ValueError(f"{len(self.x)} samples but {len(self.labels)} labels")
-        if (shift or scale_jitter) and self.x.ndim != 4:
-            raise ValueError("a random shift or scaling applies to images [N, C, H, W], not to feature vectors")
         self.shift, self.scale_jitter = int(shift), float(scale_jitter)
         self.augment = bool(shift or scale_jitter)
 

@@ -59,11 +59,8 @@ def config_changes(old: dict, new: dict) -> list[str]:
     """Keys (other than :data:`RUNTIME_KEYS`) whose values differ between two resolved configs. A key that one
     config lacks (a run recorded before the option existed) counts as its declared default, the behaviour that
     run had."""
-    missing = object()
-
     def value(cfg, k):
-        v = cfg.get(k, missing)
-        return (PARAMS[k].default if k in PARAMS else None) if v is missing else v
+        return cfg[k] if k in cfg else (PARAMS[k].default if k in PARAMS else None)
     return sorted(k for k in set(old) | set(new) if k not in RUNTIME_KEYS and value(old, k) != value(new, k))
 
 
