@@ -85,6 +85,10 @@ PARAMS: dict[str, Param] = {
     # --- method -----------------------------------------------------------------------------
     "method": Param("dmp", "source_only, dmp, dmp_no_al (no alignment), dmp_no_ds (no discriminative "
                     "terms), dmp_ent (DMP + target entropy)", **_choice(*METHODS)),
+    "source_only_bn": Param("source", "source_only: 'source' = standard fine-tuning, BatchNorm running statistics of the "
+                            "source only; 'both' = each target batch also goes through the network in training mode "
+                            "without any loss, so that the running statistics blend both domains as in every DMP "
+                            "variant (which forwards target batches)", **_choice("source", "both")),
     "metric": Param("G", "manifold metric for the alignment loss: Grassmann, affine Grassmann, Log-Euclidean",
                     **_choice(*METRICS)),
     "lambda1": Param(10.0, "weight of the discriminative structure loss L_DS (Eq. Objective)", **_nonneg()),

@@ -248,6 +248,9 @@ class Trainer:
                                     self.device, self.sched))
             loss = loss + cfg["lambda1"] * (parts["inter"] + parts["intra"]) + cfg["lambda2"] * parts["align"] \
                 + cfg["entropy_weight"] * parts["entropy"]
+        elif xt is not None:  # source_only_bn: both (BatchNorm running statistics only)
+            with torch.no_grad():
+                self.forward(xt)
             if cfg["anchor_mode"] == "accumulate":
                 self.anchors.add_source(feats_s, ys)
                 if cfg["setting"] == "partial":
@@ -366,7 +369,8 @@ class Trainer:
         bar = tqdm(total=T, initial=self.iteration, desc=f"{cfg['method']} {cfg['source']}->{cfg['target']}",
                    disable=not self.progress, dynamic_ncols=True)
         pin = self.pin_memory
-        batches_t = self.target.iterate(self.iteration, stop, pin) if cfg["method"] != "source_only" else None
+        batches_t = self.target.iterate(self.iteration, stop, pin) \
+            if cfg["method"] != "source_only" or cfg["source_only_bn"] == "both" else None
         wall = time.perf_counter()  # wall_seconds: the loop below, less checkpoint writes and accuracy logging
         for xs, ys in self.source.iterate(self.iteration, stop, pin):
             it = self.iteration
