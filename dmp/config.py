@@ -21,7 +21,11 @@ import yaml
 from .manifolds import LE_EPS
 from .manifolds import METRICS as _METRIC_FUNCTIONS
 
-METHODS = ("source_only", "dmp", "dmp_no_al", "dmp_no_ds", "dmp_ent")
+METHODS = ("source_only", "source_only_bn", "dmp", "dmp_no_al", "dmp_no_ds", "dmp_ent")
+# Source-only training (cross-entropy on the source only). source_only_bn also forwards each target batch, without
+# any loss, so that its BatchNorm running statistics blend both domains as every DMP variant's do; the weights it
+# learns are those of source_only.
+SOURCE_ONLY = ("source_only", "source_only_bn")
 METRICS = tuple(_METRIC_FUNCTIONS)
 SETTINGS = ("vanilla", "partial")
 
@@ -83,12 +87,9 @@ PARAMS: dict[str, Param] = {
     "preset": Param("auto", "auto = apply the paper's preset for (dataset, setting); none = defaults only",
                     **_choice("auto", "none")),
     # --- method -----------------------------------------------------------------------------
-    "method": Param("dmp", "source_only, dmp, dmp_no_al (no alignment), dmp_no_ds (no discriminative "
-                    "terms), dmp_ent (DMP + target entropy)", **_choice(*METHODS)),
-    "source_only_bn": Param("source", "source_only: 'source' = standard fine-tuning, BatchNorm running statistics of the "
-                            "source only; 'both' = each target batch also goes through the network in training mode "
-                            "without any loss, so that the running statistics blend both domains as in every DMP "
-                            "variant (which forwards target batches)", **_choice("source", "both")),
+    "method": Param("dmp", "source_only, source_only_bn (source-only whose BatchNorm statistics also see the target "
+                    "batches, no target loss), dmp, dmp_no_al (no alignment), dmp_no_ds (no discriminative terms), "
+                    "dmp_ent (DMP + target entropy)", **_choice(*METHODS)),
     "metric": Param("G", "manifold metric for the alignment loss: Grassmann, affine Grassmann, Log-Euclidean",
                     **_choice(*METRICS)),
     "lambda1": Param(10.0, "weight of the discriminative structure loss L_DS (Eq. Objective)", **_nonneg()),

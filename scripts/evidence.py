@@ -34,8 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 NAMES = {"source_only": "Source only", "dmp": "DMP", "dmp_no_al": "DMP (No AL)", "dmp_no_ds": "DMP (No DS)",
          "dmp_ent": "DMP+ent", "source_only_bn": "Source only, BN sees target"}
-VANILLA = ["source_only", "dmp_no_al", "dmp_no_ds", "dmp"]
-PARTIAL = ["source_only", "dmp", "dmp_ent"]
+# source_only_bn: source-only whose BatchNorm statistics also see the target batches, as every DMP variant's do
+VANILLA = ["source_only", "source_only_bn", "dmp_no_al", "dmp_no_ds", "dmp"]
+PARTIAL = ["source_only", "source_only_bn", "dmp", "dmp_ent"]
 OC10 = [("amazon", "dslr"), ("amazon", "webcam"), ("dslr", "amazon"), ("dslr", "webcam"), ("webcam", "amazon"),
         ("webcam", "dslr")]
 DEMO = [("solid", "outline"), ("solid", "noisy")]  # the demo tables' tasks (config/demo.yaml)
@@ -74,9 +75,6 @@ DIGITS = [("mnist", "usps"), ("usps", "mnist")]
 # features dataset): the demo images' pixels and gradient histograms, and MNIST<->USPS's raw pixels as 256-d vectors
 # (the JDA protocol's features, read in place from the shared .mat file)
 WEAK = {"demo_pixels": DEMO_ALL, "demo_gradients": DEMO_ALL, "digits_pixels": DIGITS}
-# --study bn: source-only whose BatchNorm running statistics also see the target batches (source_only_bn: both),
-# as every DMP variant's do: how much of DMP's gain over source-only is BatchNorm statistics
-BN_EXTRA = dict(source_only_bn="both")
 
 
 # --study weak_variants: what changes DMP on the weakest features (diagnostic; no default is taken from it)
@@ -175,11 +173,7 @@ def jobs_for(study: str, seeds: int, only, weights: str):
             for task, method, seed in itertools.product(tasks, VANILLA, range(seeds)):
                 if not only or dataset in only:
                     yield job(dataset, "vanilla", task, method, seed)
-    elif study == "bn":
-        for dataset, setting, tasks, _ in MAIN + [(d, "vanilla", t, None) for d, t in WEAK.items()]:
-            for task, seed in itertools.product(tasks, range(seeds)):
-                if not only or dataset in only:
-                    yield job(dataset, setting, task, "source_only", seed, "bn-both", **BN_EXTRA)
+
     elif study == "weak_variants":
         for task, method, (name, extra), seed in itertools.product(WEAK_TASKS, ["source_only", "dmp_no_al", "dmp"],
                                                                     WEAK_VARIANTS.items(), range(seeds)):
@@ -242,21 +236,14 @@ def variant_section(part: pd.DataFrame, by: str, order, title, head: list[str], 
     return lines
 
 
-def _rows(part: pd.DataFrame, df: pd.DataFrame, dataset: str, setting: str):
-    """A main/weak table's runs plus the ``bn`` study's source-only runs of the same tasks (as their own row) and
-    the row order."""
-    bn = df[(df["study"] == "bn") & (df["dataset"] == dataset) & (df["setting"] == setting)]
-    order = VANILLA if setting == "vanilla" else PARTIAL
-    return pd.concat([part, bn.assign(method="source_only_bn")]), order[:1] + ["source_only_bn"] + order[1:]
-
-
 def _wins(wins: pd.DataFrame) -> str:
     """'DMP above source-only on ...' from a table's task means."""
     if "source_only" not in wins.index or "dmp" not in wins.index:
         return ""
     text = f"DMP above source-only on {int((wins.loc['dmp'] > wins.loc['source_only']).sum())} of {wins.shape[1]} tasks"
     if "source_only_bn" in wins.index:
-        text += f", above source-only with BN seeing the target on {int((wins.loc['dmp'] > wins.loc['source_only_bn']).sum())}"
+        bn = int((wins.loc["dmp"] > wins.loc["source_only_bn"]).sum())
+        text += f", above source-only with BN seeing the target on {bn}"
     return text + " (task means)."
 
 
@@ -279,8 +266,7 @@ def render(df: pd.DataFrame) -> str:
     lines += [meta, ""]
     main = df[df["study"] == "main"]
     for (dataset, setting), part in main.groupby(["dataset", "setting"], sort=False):
-        rows, order = _rows(part, df, dataset, setting)
-        md, wins = table(rows, "method", order)
+        md, wins = table(part, "method", VANILLA if setting == "vanilla" else PARTIAL)
         lines += [f"## {dataset}, {setting}", "", f"Dataset version: {', '.join(part['dataset_version'].unique())}.",
                   "", md, "", _wins(wins), ""]
     weak = df[df["study"] == "weak"]
@@ -294,8 +280,7 @@ def render(df: pd.DataFrame) -> str:
                   "JDA protocol, read in place from the shared .mat file). The stand-ins for the SURF / raw-pixel "
                   "features of the shallow domain-adaptation benchmarks.", ""]
         for dataset, part in weak.groupby("dataset", sort=False):
-            rows, order = _rows(part, df, dataset, "vanilla")
-            md, wins = table(rows, "method", order)
+            md, wins = table(part, "method", VANILLA)
             lines += [f"### {dataset}", "", f"Dataset version: {', '.join(part['dataset_version'].unique())}.", "",
                       md, "", _wins(wins), ""]
     lines += variant_section(df[df["study"] == "weak_variants"], "method", list(WEAK_VARIANTS), NAMES.get, [
@@ -428,31 +413,32 @@ def measured_notes(df: pd.DataFrame) -> str:
             f"{_ordering(d)}: DMP {d['dmp']:.1f}, DMP (No AL) {d['dmp_no_al']:.1f}, DMP (No DS) "
             f"{d['dmp_no_ds']:.1f}. A weak source-only alone does not predict the failure on `demo_pixels`: "
             "source-only is lower here.")
-    bn = df[df["study"] == "bn"]
+    ref = df[df["study"].isin(["main", "weak"]) & (df["variant"] == "default")]
+    bn = ref[ref["method"] == "source_only_bn"]
     if len(bn):
         gaps, parts = [], []
         for (dataset, setting), b in bn.groupby(["dataset", "setting"], sort=False):
-            ref = df[df["study"].isin(["main", "weak"]) & (df["dataset"] == dataset) & (df["setting"] == setting)
-                     & (df["variant"] == "default")]
-            so, dmp = (ref[ref["method"] == m] for m in ("source_only", "dmp"))
+            same = ref[(ref["dataset"] == dataset) & (ref["setting"] == setting)]
+            so, dmp = (same[same["method"] == m] for m in ("source_only", "dmp"))
             if len(so) and len(dmp):
                 parts.append(f"{dataset} {setting} {_avg(so):.1f} -> {_avg(b):.1f} (DMP {_avg(dmp):.1f})")
                 gaps.append(_avg(dmp) - _avg(b))
         digits = bn[bn["dataset"] == "mnist_usps"]
         std = {t: digits[digits["task"] == t]["accuracy"].std() for t in ("M->U", "U->M")} if len(digits) else {}
         out.append(
-            "- Source-only and BatchNorm statistics (the `bn` study: the rows \"Source only, BN sees target\"). "
+            "- Source-only and BatchNorm statistics (the rows \"Source only, BN sees target\", method "
+            "`source_only_bn`). "
             "Every DMP variant forwards the target batches, so the running statistics of its BatchNorm layers blend "
             "both domains; standard source-only's see the source only, and the target is evaluated with them. "
-            "`source_only_bn: both` forwards each target batch through source-only without any loss: the weights "
+            "`source_only_bn` forwards each target batch through source-only without any loss: the weights "
             "it learns are bit for bit those of standard source-only (tests/test_trainer.py), only the statistics "
             "differ. Source-only average, standard -> with BN seeing the target: " + "; ".join(parts) + ". "
             + (f"On digits this baseline's seed std is {std['M->U']:.1f} on M->U and {std['U->M']:.1f} on U->M: "
                "the instability of standard source-only there is BatchNorm statistics. " if std else "")
             + f"DMP stays above it on {sum(g > 0 for g in gaps)} of {len(gaps)} tables, so part of DMP's gain over "
             "standard source-only on these small data is the statistics of the target batches, and part is its "
-            "losses. The tables' default source-only stays the standard one (`source_only_bn: source`), the "
-            "baseline of the paper's ResNet rows and of every peer library.")
+            "losses. The paper tables' source-only row stays the standard one (`source_only`), the baseline of the "
+            "paper's ResNet rows and of every peer library; `source_only_bn` can be added to a table's methods.")
     import textwrap
     return "\n".join(textwrap.fill(t, 112, subsequent_indent="  ") for t in out) + "\n"
 
@@ -462,7 +448,7 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--study", nargs="+", default=["main"],
-                    choices=["main", "weak", "weak_variants", "bn", "anchors", "weights", "grid"])
+                    choices=["main", "weak", "weak_variants", "anchors", "weights", "grid"])
     ap.add_argument("--only", action="append", help="dataset(s) to run")
     ap.add_argument("--out", default=str(ROOT / "results" / "evidence" / "runs"))
     ap.add_argument("--report", default=str(ROOT / "docs" / "evidence.md"))
@@ -470,7 +456,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     out_root = Path(args.out)
     weights = None if args.report_only else demo_weights(out_root)
-    if {"weak", "weak_variants", "bn"} & set(args.study) and not args.report_only:
+    if {"weak", "weak_variants"} & set(args.study) and not args.report_only:
         weak_features()
     jobs = [] if args.report_only else [(cfg, out_root / out) for study in args.study
                                         for cfg, out in jobs_for(study, args.seeds, args.only, weights)]

@@ -2,7 +2,7 @@
 
 (a) the CLI prints the schedule of Office-31 A->W as JSON, checked against numbers computed by hand;
 (b) every paper preset (Office-31, Office-Home, ImageCLEF-DA c/i/p, VisDA-2017; vanilla and partial; every task;
-    every method but source_only; the ImageCLEF sample-size source splits n10/n30/n50; both anchor modes) switches
+    every method but the source-only ones; the ImageCLEF sample-size source splits n10/n30/n50; both anchor modes) switches
     the intra-class term on before half of training and refreshes the anchors at least 10 times;
 (c) ``iterations=`` overrides ``epochs`` and ``epoch_iterations`` fixes the epoch length.
 """
@@ -15,7 +15,7 @@ import math
 import pytest
 
 from dmp.cli import main
-from dmp.config import METHODS, SETTINGS, resolve
+from dmp.config import METHODS, SETTINGS, SOURCE_ONLY, resolve
 from dmp.data.registry import get_dataset
 from dmp.data.splits import split_size
 from dmp.train.schedule import schedule
@@ -53,7 +53,7 @@ def test_cli_schedule_accumulate_mode_and_paper_letters(capsys):
 # ---------------------------------------------------------------------------------------------------- (b)
 PAPER_DATASETS = ("office31", "officehome", "imageclef", "visda2017")
 PAPER_DOMAINS = {"imageclef": ("c", "i", "p")}  # the paper uses C, I, P of ImageCLEF-DA (not B)
-TRAINED_METHODS = tuple(m for m in METHODS if m != "source_only")
+TRAINED_METHODS = tuple(m for m in METHODS if m not in SOURCE_ONLY)
 ANCHOR_MODES = ("full_pass", "accumulate")
 
 
@@ -77,7 +77,7 @@ def test_the_grid_covers_every_paper_task():
     assert {(s, t) for d, s, t in tasks if d == "imageclef"} == set(itertools.permutations("cip", 2))
     assert {(s, t) for d, s, t in tasks if d == "visda2017"} >= {("synthetic", "real")}
     assert {u["source_split"] for u, _ in runs if u["dataset"] == "imageclef"} == {"full", "n10", "n30", "n50"}
-    assert {u["method"] for u, _ in runs} == set(METHODS) - {"source_only"}
+    assert {u["method"] for u, _ in runs} == set(METHODS) - set(SOURCE_ONLY)
 
 
 def test_every_paper_preset_warms_up_before_half_of_training_and_refreshes_anchors_often():
@@ -128,6 +128,7 @@ def test_iteration_counts_are_taken_as_is():
     assert sched["anchor_refreshes"] == math.ceil(2280 / 7)
 
 
-def test_source_only_has_no_anchor_refreshes():
-    cfg = resolve(dict(dataset="office31", source="amazon", target="webcam", method="source_only"))
+@pytest.mark.parametrize("method", SOURCE_ONLY)
+def test_source_only_has_no_anchor_refreshes(method):
+    cfg = resolve(dict(dataset="office31", source="amazon", target="webcam", method=method))
     assert schedule(cfg, 2817)["anchor_refreshes"] == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dmp.config import SOURCE_ONLY
 from dmp.figures.load import RunReader, rel
 from dmp.figures.plan import FigurePlan
 
@@ -259,7 +260,7 @@ def weights(plan: FigurePlan, spec: dict, reader: RunReader) -> pd.DataFrame:
         found = reader.seeds(run, spec["seeds"])
         per_seed, source = [], ""
         for m in found.values():
-            if m["config"]["method"] == "source_only" or not m.get("class_weights"):
+            if m["config"]["method"] in SOURCE_ONLY or not m.get("class_weights"):
                 w = np.clip(np.asarray(m["target_mean_prediction"], float), 0, None)
                 per_seed.append(w / max(w.sum(), 1e-12))
                 source = "target_mean_prediction"

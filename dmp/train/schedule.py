@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from ..config import SOURCE_ONLY
+
 
 def lr_factor(schedule: str, progress: float) -> float:
     """``constant``: 1. ``anneal`` (Ganin et al., used by the paper on VisDA): :math:`(1 + 10 p)^{-0.75}` with
@@ -50,5 +52,5 @@ def schedule(cfg: dict, n_source: int) -> dict:
         "intra_start_iteration": at_iteration(cfg["intra_start"], per_epoch),
         "inter_start_iteration": at_iteration(cfg["inter_start"], per_epoch),
         "anchor_period": period,
-        "anchor_refreshes": refreshes if cfg["method"] != "source_only" else 0,
+        "anchor_refreshes": refreshes if cfg["method"] not in SOURCE_ONLY else 0,
     }

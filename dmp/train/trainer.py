@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from .. import manifolds
 from ..anchors import Anchors
-from ..config import ConfigError, resolve_workers
+from ..config import SOURCE_ONLY, ConfigError, resolve_workers
 from ..data.inputs import BatchStream, Task, TensorDataset, eval_loader
 from ..io import remove_temp_files
 from ..losses import entropy_loss, inter_class_loss, intra_class_loss
@@ -149,7 +149,7 @@ class Trainer:
     # -- anchors ---------------------------------------------------------------------------------------
     @property
     def uses_anchors(self):
-        return self.cfg["method"] not in ("source_only",)
+        return self.cfg["method"] not in SOURCE_ONLY
 
     @torch.no_grad()
     def refresh_anchors(self):
@@ -241,14 +241,14 @@ class Trainer:
         ce = F.cross_entropy(logits_s, ys)
         parts = {"ce": ce}
         loss = ce
-        if cfg["method"] != "source_only":
+        if cfg["method"] not in SOURCE_ONLY:
             feats_t, logits_t = self.forward(xt)
             p_t = torch.softmax(logits_t, 1)
             parts.update(dmp_losses(cfg, it, feats_s, ys, feats_t, p_t, self.anchors, self._device_weights(),
                                     self.device, self.sched))
             loss = loss + cfg["lambda1"] * (parts["inter"] + parts["intra"]) + cfg["lambda2"] * parts["align"] \
                 + cfg["entropy_weight"] * parts["entropy"]
-        elif xt is not None:  # source_only_bn: both (BatchNorm running statistics only)
+        elif xt is not None:  # source_only_bn: the target batch updates the BatchNorm running statistics only
             with torch.no_grad():
                 self.forward(xt)
             if cfg["anchor_mode"] == "accumulate":
@@ -369,8 +369,7 @@ class Trainer:
         bar = tqdm(total=T, initial=self.iteration, desc=f"{cfg['method']} {cfg['source']}->{cfg['target']}",
                    disable=not self.progress, dynamic_ncols=True)
         pin = self.pin_memory
-        batches_t = self.target.iterate(self.iteration, stop, pin) \
-            if cfg["method"] != "source_only" or cfg["source_only_bn"] == "both" else None
+        batches_t = self.target.iterate(self.iteration, stop, pin) if cfg["method"] != "source_only" else None
         wall = time.perf_counter()  # wall_seconds: the loop below, less checkpoint writes and accuracy logging
         for xs, ys in self.source.iterate(self.iteration, stop, pin):
             it = self.iteration
