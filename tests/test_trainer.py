@@ -169,3 +169,18 @@ def test_source_only_bn_changes_only_batchnorm_statistics(tmp_path):
     assert not torch.equal(plain[mean], bn[mean])
     count = mean.replace("running_mean", "num_batches_tracked")
     assert int(bn[count]) == 2 * int(plain[count]) == 2 * 40  # one source and one target batch per iteration
+
+
+@pytest.mark.parametrize("mode", ["full_pass", "accumulate"])
+def test_discriminative_terms_act_after_the_first_anchor_refresh(tmp_path, mode):
+    """Both anchor modes give the losses anchors: from iteration 0 (full pass) or from the first refresh
+    (accumulate, means of the training batches of the first period), the inter- and intra-class terms are
+    non-zero in log.csv; before it (accumulate) they are zero."""
+    import csv
+    cfg = small_cfg(method="dmp_no_al", anchor_mode=mode, anchor_period=10, intra_start=0, iterations=30,
+                    log_every=1)
+    train(cfg, tmp_path, task=shift_task(), progress=False)
+    rows = list(csv.DictReader(open(tmp_path / "log.csv")))
+    first = 0 if mode == "full_pass" else 10
+    assert all(float(r["inter"]) == 0 and float(r["intra"]) == 0 for r in rows[:first])
+    assert all(float(r["inter"]) != 0 and float(r["intra"]) != 0 for r in rows[first:])

@@ -248,13 +248,13 @@ class Trainer:
                                     self.device, self.sched))
             loss = loss + cfg["lambda1"] * (parts["inter"] + parts["intra"]) + cfg["lambda2"] * parts["align"] \
                 + cfg["entropy_weight"] * parts["entropy"]
-        elif xt is not None:  # source_only_bn: the target batch updates the BatchNorm running statistics only
-            with torch.no_grad():
-                self.forward(xt)
             if cfg["anchor_mode"] == "accumulate":
                 self.anchors.add_source(feats_s, ys)
                 if cfg["setting"] == "partial":
                     self.anchors.add_target(p_t)
+        elif xt is not None:  # source_only_bn: the target batch updates the BatchNorm running statistics only
+            with torch.no_grad():
+                self.forward(xt)
         self._nonfinite_at.masked_fill_(~torch.isfinite(loss.detach()) & (self._nonfinite_at < 0), it)
         row = None
         if log:
