@@ -101,6 +101,10 @@ PARAMS: dict[str, Param] = {
                     check=lambda v: isinstance(v, (int, float)) and v > 0, expect="a number > 0"),
     "entropy_weight": Param(0.1, "weight of the target entropy loss in dmp_ent (not stated in the paper)",
                             **_nonneg()),
+    "intra_grad_p": Param(True, "whether the gradient of L_intra flows into the soft labels p (the paper's gradient, "
+                          "Sec. 'Optimization and Algorithm', has a dp/dTheta term); false = p as a constant "
+                          "confidence weight ('the predictions are used to weight the importance')",
+                          **_choice(True, False)),
     "inter_absent": Param("zero", "classes absent from the source batch in L_inter: 'zero' = the paper's "
                           "all-zero class centre, 'skip' = only pairs of classes present in the batch",
                           **_choice("zero", "skip")),

@@ -89,6 +89,21 @@ def test_intra_class_gradient_flows_to_features_and_probabilities_not_anchors():
     assert h.grad.abs().sum() > 0 and logits.grad.abs().sum() > 0 and means.grad is None
 
 
+def test_intra_class_grad_p_false_keeps_the_value_and_the_feature_gradient_only():
+    h = torch.randn(5, 3, requires_grad=True)
+    logits = torch.randn(5, 4, requires_grad=True)
+    means = torch.randn(4, 3)
+    grads = {}
+    for grad_p in (True, False):
+        h.grad, logits.grad = None, None
+        loss = intra_class_loss(h, torch.softmax(logits, 1), means, grad_p=grad_p)
+        loss.backward()
+        grads[grad_p] = (loss.detach().item(), h.grad.clone(), logits.grad)
+    assert grads[True][0] == grads[False][0]
+    assert torch.equal(grads[True][1], grads[False][1])
+    assert grads[True][2].abs().sum() > 0 and (grads[False][2] is None or not grads[False][2].any())
+
+
 def test_intra_class_rejects_bad_k():
     with pytest.raises(ValueError, match="k must be"):
         intra_class_loss(torch.randn(2, 3), torch.full((2, 3), 1 / 3), torch.randn(3, 3), k=4)

@@ -6,7 +6,8 @@ import torch.nn.functional as F
 
 
 def intra_class_loss(h_t: torch.Tensor, p_t: torch.Tensor, class_means: torch.Tensor, k: int = 1,
-                     class_weights: torch.Tensor | None = None, eps: float = 1e-8) -> torch.Tensor:
+                     class_weights: torch.Tensor | None = None, eps: float = 1e-8,
+                     grad_p: bool = True) -> torch.Tensor:
     r"""Top-k truncated, soft-label weighted intra-class loss, Eq. (IntraLoss&Truncated) / Eq. (WeightedIntraLoss).
 
     .. math::
@@ -16,7 +17,8 @@ def intra_class_loss(h_t: torch.Tensor, p_t: torch.Tensor, class_means: torch.Te
     with :math:`\chi_{ij} = 1` iff class ``i`` is among the ``k`` largest entries of :math:`p^t_j`.
     With ``class_weights=None`` every :math:`w_i = 1`, which is exactly Eq. (IntraLoss&Truncated).
     The anchors :math:`\bar{H}^s` (``class_means``) are constants (detached); gradients flow into both
-    ``h_t`` and ``p_t`` (the paper's gradient, Sec. "Optimization and Algorithm", has both terms).
+    ``h_t`` and ``p_t`` (the paper's gradient, Sec. "Optimization and Algorithm", has both terms), or into
+    ``h_t`` only with ``grad_p=False`` (:math:`p^t` as a constant confidence weight).
 
     Args:
         h_t: ``[n, d]`` target features of one manifold layer.
@@ -24,6 +26,7 @@ def intra_class_loss(h_t: torch.Tensor, p_t: torch.Tensor, class_means: torch.Te
         class_means: ``[c, d]`` source class-mean anchors.
         k: Top-k truncation, ``1 <= k <= c``.
         class_weights: ``[c]`` weights :math:`w` (partial setting) or ``None``.
+        grad_p: whether the gradient flows into ``p_t``.
     Returns:
         A scalar.
     """
@@ -32,7 +35,7 @@ def intra_class_loss(h_t: torch.Tensor, p_t: torch.Tensor, class_means: torch.Te
         raise ValueError(f"k must be in [1, {c}], got {k}")
     s_w = F.normalize(h_t, dim=1, eps=eps) @ F.normalize(class_means.detach(), dim=1, eps=eps).t()  # [n, c]
     chi = torch.zeros_like(p_t).scatter_(1, p_t.detach().topk(k, dim=1).indices, 1.0)
-    terms = chi * p_t * s_w
+    terms = chi * (p_t if grad_p else p_t.detach()) * s_w
     if class_weights is not None:
         terms = terms * class_weights.detach().to(terms.dtype).unsqueeze(0)
     return -terms.sum() / (n * k)

@@ -71,7 +71,7 @@ def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors: Anchors, weights, d
                                                                absent=cfg["inter_absent"])
             if it >= sched["intra_start_iteration"]:
                 out["intra"] = out["intra"] + intra_class_loss(ht, p_t, class_means[l], k=cfg["k"],
-                                                               class_weights=w_intra)
+                                                               class_weights=w_intra, grad_p=cfg["intra_grad_p"])
     if method != "dmp_no_al":
         for hs, ht in zip(feats_s, feats_t):
             hs = hs if w is None else weight_source_features(hs, y_s, w)
