@@ -85,3 +85,20 @@ def test_a_run_recorded_before_an_option_existed_is_the_same_run_at_its_default(
     old = {k: v for k, v in new.items() if k not in ("shift", "scale_jitter")}   # written by an older version
     assert config_changes(old, new) == []
     assert config_changes(old, dict(new, shift=2)) == ["shift"]
+
+
+def test_a_finished_run_recorded_before_an_option_existed_is_not_trained_again(tmp_path):
+    run(tmp_path)
+    for name in ("metrics.json", "config.yaml"):  # as an older version wrote them, without intra_grad_p
+        path = tmp_path / name
+        text = path.read_text()
+        if name == "metrics.json":
+            m = json.loads(text)
+            del m["config"]["intra_grad_p"]
+            text = json.dumps(m)
+        else:
+            text = "".join(line for line in text.splitlines(True) if not line.startswith("intra_grad_p:"))
+        path.write_text(text)
+    before = {n: (tmp_path / n).read_bytes() for n in ("metrics.json", "log.csv", "checkpoint.pt")}
+    assert "intra_grad_p" not in run(tmp_path)["config"]
+    assert {n: (tmp_path / n).read_bytes() for n in before} == before

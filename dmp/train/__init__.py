@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from ..config import resolve
-from .checkpoint import check_run_folder
+from .checkpoint import check_run_folder, config_changes
 from .trainer import Trainer
 
 
@@ -13,15 +13,16 @@ def train(user_cfg: dict, out, task=None, progress: bool = True, stop_after: int
     """Resolve ``user_cfg``, build the task's data (unless ``task`` is given), train into ``out``.
 
     Returns the metrics dict, or ``None`` when stopped early by ``stop_after``. A finished run
-    (``out/metrics.json`` with status complete and the same config) is not trained again; a folder holding
-    another run's files is refused with a ``ConfigError``."""
+    (``out/metrics.json`` with status complete and the same run identity, :func:`config_changes`: options recorded
+    before they existed count as their defaults) is not trained again; a folder holding another run's files is
+    refused with a ``ConfigError``."""
     cfg = resolve(user_cfg)
     out = Path(out)
     check_run_folder(out, cfg)  # before building the task, which can take long
     done = out / "metrics.json"
     if done.exists():
         metrics = json.loads(done.read_text())
-        if metrics.get("status") == "complete" and metrics.get("config") == cfg:
+        if metrics.get("status") == "complete" and not config_changes(metrics.get("config") or {}, cfg):
             return metrics
     if task is None:
         from ..data.inputs import build_task
