@@ -141,8 +141,8 @@ def weak_features() -> None:
         doc = dict(kind="features", title="MNIST<->USPS raw 16 x 16 pixels as 256-d vectors (evidence only)",
                    classes=list(digits.classes), root=os.path.relpath(source, folder),
                    label_offset=digits.label_offset,
-                   domains=[dict(name=d.name, short=d.short, file=d.folder, x_key=d.x_key, y_key=d.y_key, count=d.count)
-                            for d in digits.domains])
+                   domains=[dict(name=d.name, short=d.short, file=d.folder, x_key=d.x_key, y_key=d.y_key,
+                                 count=d.count) for d in digits.domains])
         write_text(folder / "dataset.yaml", yaml.safe_dump(doc, sort_keys=False))
 
 
@@ -173,7 +173,6 @@ def jobs_for(study: str, seeds: int, only, weights: str):
             for task, method, seed in itertools.product(tasks, VANILLA, range(seeds)):
                 if not only or dataset in only:
                     yield job(dataset, "vanilla", task, method, seed)
-
     elif study == "weak_variants":
         for task, method, (name, extra), seed in itertools.product(WEAK_TASKS, ["source_only", "dmp_no_al", "dmp"],
                                                                     WEAK_VARIANTS.items(), range(seeds)):
@@ -240,7 +239,8 @@ def _wins(wins: pd.DataFrame) -> str:
     """'DMP above source-only on ...' from a table's task means."""
     if "source_only" not in wins.index or "dmp" not in wins.index:
         return ""
-    text = f"DMP above source-only on {int((wins.loc['dmp'] > wins.loc['source_only']).sum())} of {wins.shape[1]} tasks"
+    above = int((wins.loc["dmp"] > wins.loc["source_only"]).sum())
+    text = f"DMP above source-only on {above} of {wins.shape[1]} tasks"
     if "source_only_bn" in wins.index:
         bn = int((wins.loc["dmp"] > wins.loc["source_only_bn"]).sum())
         text += f", above source-only with BN seeing the target on {bn}"

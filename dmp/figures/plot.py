@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-METHOD_LABELS = {"source_only": "Source only", "source_only_bn": "Source only, BN sees target", "dmp": "DMP", "dmp_ent": "DMP+ent", "dmp_no_al": "DMP (No AL)",
-                 "dmp_no_ds": "DMP (No DS)"}
+METHOD_LABELS = {"source_only": "Source only", "source_only_bn": "Source only, BN sees target", "dmp": "DMP",
+                 "dmp_ent": "DMP+ent", "dmp_no_al": "DMP (No AL)", "dmp_no_ds": "DMP (No DS)"}
 GAP = "0.85"  # grey of a missing cell
 
 

@@ -14,7 +14,8 @@ from tabulate import tabulate
 from dmp.tables.reported import PLACE
 
 METHOD_LABELS = {  # in the paper's row order
-    "source_only": "Source only", "source_only_bn": "Source only, BN sees target", "dan": "DAN", "dann": "DANN", "jan": "JAN", "iwan": "IWAN", "pada": "PADA",
+    "source_only": "Source only", "source_only_bn": "Source only, BN sees target", "dan": "DAN", "dann": "DANN",
+    "jan": "JAN", "iwan": "IWAN", "pada": "PADA",
     "san": "SAN", "etn": "ETN", "cdan": "CDAN", "cdan_e": "CDAN+E", "bsp_dann": "BSP+DANN", "bsp_cdan": "BSP+CDAN",
     "hafn": "HAFN", "safn": "SAFN", "dmp_no_al": "DMP (No AL)", "dmp_no_ds": "DMP (No DS)", "dmp": "DMP",
     "dmp_ent": "DMP+ent"}
