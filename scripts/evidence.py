@@ -7,12 +7,12 @@
 
 with source-only (both forms), DMP and its ablations (vanilla) or source-only, DMP, DMP+ent (partial), 3 seeds (the
 demo: 10), the paper's hyper-parameters (presets of dmp/config.py), the model at the last iteration (no target
-labels). Also ``--study weak`` (hand-crafted features brought in as a user brings their own: the demo images on
-all 12 tasks, the digits' raw pixels), ``--study weak_variants`` (what changes DMP on the weakest of them), ``--study anchors`` (the anchor/BatchNorm
-modes), ``--study weights`` (the vanilla class weights) and ``--study grid`` (the paper's lambda1 x lambda2 grid on
-one demo task and on Office-Caltech10 A->W). Every run is a normal training run under ``results/evidence/runs``
-(metrics.json: config, seed, git commit, dataset version); this script launches them and aggregates their
-metrics.json files into ``docs/evidence.md`` (mean +- sample std over seeds).
+labels). Also ``--study weak`` (hand-crafted features brought in as a user brings their own: the demo images on all
+12 tasks, the digits' raw pixels), ``--study weak_variants`` (what changes DMP on the weakest of them), ``--study
+anchors`` (the anchor/BatchNorm modes), ``--study weights`` (the vanilla class weights) and ``--study grid`` (the
+paper's lambda1 x lambda2 grid on one demo task and on Office-Caltech10 A->W). Every run is a normal training run
+under ``results/evidence/runs`` (metrics.json: config, seed, git commit, dataset version); this script launches them
+and aggregates their metrics.json files into ``docs/evidence.md`` (mean +- sample std over seeds).
 
     python scripts/evidence.py [--seeds N] [--jobs 2] [--study main anchors grid] [--only demo] [--report-only]
 """
