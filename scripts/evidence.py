@@ -6,13 +6,13 @@
 * ``mnist_usps``: MNIST <-> USPS digits, a small CNN from scratch;
 
 with source-only (both forms), DMP and its ablations (vanilla) or source-only, DMP, DMP+ent (partial), 3 seeds (the
-demo and digits: 10), the paper's hyper-parameters (presets of dmp/config.py), the model at the last iteration (no target
-labels). Also ``--study weak`` (hand-crafted features brought in as a user brings their own: the demo images on all
-12 tasks, the digits' raw pixels), ``--study weak_variants`` (what changes DMP on the weakest of them), ``--study
-anchors`` (the anchor/BatchNorm modes), ``--study weights`` (the vanilla class weights) and ``--study grid`` (the
-paper's lambda1 x lambda2 grid on one demo task and on Office-Caltech10 A->W). Every run is a normal training run
-under ``results/evidence/runs`` (metrics.json: config, seed, git commit, dataset version); this script launches them
-and aggregates their metrics.json files into ``docs/evidence.md`` (mean +- sample std over seeds).
+demo and digits: 10), the paper's hyper-parameters (presets of dmp/config.py), the model at the last iteration (no
+target labels). Also ``--study weak`` (hand-crafted features brought in as a user brings their own: the demo images
+on all 12 tasks, the digits' raw pixels), ``--study weak_variants`` (what changes DMP on the weakest of them),
+``--study anchors`` (the anchor/BatchNorm modes), ``--study weights`` (the vanilla class weights) and ``--study
+grid`` (the paper's lambda1 x lambda2 grid on one demo task and on Office-Caltech10 A->W). Every run is a normal
+training run under ``results/evidence/runs`` (metrics.json: config, seed, git commit, dataset version); this script
+launches them and aggregates their metrics.json files into ``docs/evidence.md`` (mean +- sample std over seeds).
 
     python scripts/evidence.py [--seeds N] [--jobs 2] [--study main anchors grid] [--only demo] [--report-only]
 """
@@ -338,8 +338,9 @@ NOTES = """## How to read these numbers, and what was changed to get them
 
 
 def _avg(part: pd.DataFrame) -> float:
-    """The Avg column of :func:`table`: the mean over tasks per seed, then over seeds."""
-    return float(part.groupby("seed")["accuracy"].mean().mean())
+    """The Avg column of :func:`table`: the mean over tasks per seed, then over seeds, rounded as the tables round
+    it (so that a note's number, or a difference of two, is what the tables show)."""
+    return float(part.groupby("seed")["accuracy"].mean().mean().round(1))
 
 
 def _ordering(v: dict) -> str:
