@@ -17,6 +17,10 @@ no-grad pass over ``n_source`` (+ ``n_target`` for partial) samples and ``T_up =
 
     python benchmarks/step_overhead.py --backbone resnet50 --size 112 --batch 32
     python benchmarks/step_overhead.py --backbone identity --in-dim 1024
+    python benchmarks/step_overhead.py --device cuda --size 224 --batch 50 --profile 20   # + torch.profiler table
+
+``--profile N`` profiles N DMP steps and N two-domain CE steps with ``torch.profiler`` and prints the operators
+that take the most device (CUDA) or CPU time: where DMP's extra time goes.
 """
 from __future__ import annotations
 
@@ -38,15 +42,44 @@ from dmp.data.inputs import Task, TensorDataset  # noqa: E402
 from dmp.train.trainer import Trainer  # noqa: E402
 
 
-def timed(fn, repeats, warmup=2):
+def timed(fn, repeats, warmup=2, device=torch.device("cpu")):
+    """Median seconds of ``fn()`` over ``repeats`` calls after ``warmup`` (device work included)."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(repeats):
+        sync()
         start = time.perf_counter()
         fn()
+        sync()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def profile(fn, steps, device, rows=25):
+    """Print ``torch.profiler``'s operator table for ``steps`` calls of ``fn`` (sorted by self device time on CUDA,
+    self CPU time on the CPU)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    fn()
+    with torch_profile(activities=activities) as prof:
+        for _ in range(steps):
+            fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    averages = prof.key_averages()
+    keys = [("self_device_time_total", "self_cuda_time_total")] if device.type == "cuda" else []
+    for candidates in keys + [("self_cpu_time_total",)]:  # on CUDA the CPU table shows the host waits too
+        for key in candidates:
+            try:
+                print(f"-- sorted by {key}")
+                print(averages.table(sort_by=key, row_limit=rows))
+                break
+            except (AttributeError, KeyError, ValueError):
+                continue
 
 
 def main(argv=None):
@@ -62,7 +95,11 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--n-source", type=int, default=2817)
     ap.add_argument("--n-target", type=int, default=795)
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    ap.add_argument("--profile", type=int, default=0, metavar="N", help="also profile N steps of each (torch.profiler)")
     args = ap.parse_args(argv)
+    device = torch.device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
     g = torch.Generator().manual_seed(0)
@@ -73,12 +110,13 @@ def main(argv=None):
     ds = TensorDataset(x, y)
     task = Task(ds, ds, ds, ds, [f"c{i}" for i in range(args.classes)], 3,
                 args.in_dim if args.backbone == "identity" else None, "benchmark")
-    xs, ys, xt = x[:b], y[:b], x[b:]
+    xs, ys, xt = x[:b].to(device), y[:b].to(device), x[b:].to(device)
 
     def trainer(method):
         cfg = resolve(dict(dataset="benchmark", source="s", target="t", preset="none", method=method,
                            backbone=args.backbone, pretrained=False, batch_size=b, bottleneck_dims=args.dims,
-                           metric=args.metric, intra_start=0, iterations=10**6, device="cpu"))
+                           metric=args.metric, intra_start=0, iterations=10**6, device=args.device,
+                           precision=args.precision))
         t = Trainer(cfg, task, Path(tempfile.mkdtemp()), progress=False)
         t.refresh_anchors()
         return t
@@ -87,28 +125,28 @@ def main(argv=None):
     src.model.load_state_dict(dmp.model.state_dict())
 
     def both_ce():
-        m = src.model
-        m.train()
-        _, ls = m(xs)
-        _, lt = m(xt)
+        src.model.train()
+        _, ls = src.forward(xs)
+        _, lt = src.forward(xt)
         loss = F.cross_entropy(ls, ys) + 0.0 * lt.sum()
         src.opt.zero_grad(set_to_none=True)
         loss.backward()
         src.opt.step()
 
-    t_src = timed(lambda: src.step(100, xs, ys, None), args.repeats)
-    t_both = timed(both_ce, args.repeats)
-    t_dmp = timed(lambda: dmp.step(100, xs, ys, xt), args.repeats)
+    t_src = timed(lambda: src.step(100, xs, ys, None, log=False), args.repeats, device=device)
+    t_both = timed(both_ce, args.repeats, device=device)
+    t_dmp = timed(lambda: dmp.step(100, xs, ys, xt, log=False), args.repeats, device=device)
 
     def refresh(partial):
         dmp.cfg["setting"] = "partial" if partial else "vanilla"
         n_s, n_t = args.n_source, args.n_target if partial else 0
         reps = (n_s + n_t) / len(ds)
-        return timed(dmp.refresh_anchors, 3, warmup=1) * reps
+        return timed(dmp.refresh_anchors, 3, warmup=1, device=device) * reps
 
     t_up = math.ceil(args.n_source / b)
     print(f"backbone={args.backbone} input={tuple(shape)} batch={b} dims={args.dims} classes={args.classes} "
-          f"metric={args.metric} threads={torch.get_num_threads()} torch={torch.__version__}")
+          f"metric={args.metric} threads={torch.get_num_threads()} torch={torch.__version__} device="
+          f"{torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'} precision={args.precision}")
     print(f"source-only step            {t_src * 1e3:9.1f} ms")
     print(f"two-domain CE-only step     {t_both * 1e3:9.1f} ms")
     print(f"DMP step                    {t_dmp * 1e3:9.1f} ms")
@@ -120,6 +158,10 @@ def main(argv=None):
         print(f"anchor refresh ({'partial' if partial else 'vanilla'}: {args.n_source}"
               f"{' + ' + str(args.n_target) if partial else ''} samples) {t_r:7.2f} s every T_up={t_up} "
               f"iterations -> {100 * share:5.1f} % of training time (goal <= 5 %)")
+    if args.profile:
+        for name, fn in (("DMP step", lambda: dmp.step(100, xs, ys, xt, log=False)), ("two-domain CE step", both_ce)):
+            print(f"\n== torch.profiler: {args.profile} x {name}")
+            profile(fn, args.profile, device)
 
 
 if __name__ == "__main__":
