@@ -12,6 +12,7 @@ import pytest
 from data_fixtures import isolated  # noqa: F401 (fixture)
 from PIL import Image
 
+from dmp.cli import main as dmp_main
 from dmp.config import resolve
 from dmp.data import cli, load, registry, splits
 from dmp.data.demo import generate
@@ -90,6 +91,23 @@ def _features(isolated, monkeypatch, x_src, y_src, x_tgt=None, y_tgt=None, extra
     (root / "dataset.yaml").write_text("kind: features\nclasses: [a, b, c]\n" + extra + "domains:\n"
                                        "  - {name: src, file: src.npz}\n  - {name: tgt, file: tgt.npz}\n")
     return root / "data"
+
+
+def test_schedule_of_a_features_dataset_counts_its_rows(isolated, monkeypatch, capsys):
+    """``python -m dmp config --schedule`` on a features dataset that declares no counts: the split's size is read
+    from the file's labels (it used to fail: "no image lists"); without the file, one line says what is missing."""
+    data = _features(isolated, monkeypatch, np.zeros((120, 4), np.float32), np.arange(120) % 3,
+                     extra="partial_classes: [0, 1]\n")
+    assert splits.split_size("feats", "src", "full") == 120
+    assert splits.split_size("feats", "tgt", "partial") == 80
+    with pytest.raises(SystemExit) as exc:
+        dmp_main(["config", "--schedule", "dataset=feats", "source=src", "target=tgt", "batch_size=50"])
+    assert exc.value.code == 0
+    assert '"iterations_per_epoch": 3' in capsys.readouterr().out  # ceil(120 / 50)
+    (data / "src.npz").unlink()
+    with pytest.raises(ValueError, match=r"dataset 'feats' domain 'src': the size of split 'full' needs the data "
+                                         r"file .*src\.npz.* or a declared `count`"):
+        splits.split_size("feats", "src", "full")
 
 
 def test_float_labels_are_never_truncated(isolated, monkeypatch):

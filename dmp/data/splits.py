@@ -124,4 +124,10 @@ def split_size(name: str, domain: str, split: str) -> int:
         return dom.count
     if m:
         return int(m.group(1)) * len(spec.classes)
+    if spec.kind != "images":  # feature / array files hold their labels: count the split's rows
+        try:
+            return len(load_arrays(name, dom.name, split)[1])
+        except FileNotFoundError as e:
+            raise ValueError(f"dataset {name!r} domain {dom.name!r}: the size of split {split!r} needs the data "
+                             f"file ({e.filename or e}) or a declared `count` in its dataset.yaml") from None
     return len(read_list(registry.list_file(name, dom.name, split)))
