@@ -46,6 +46,10 @@ def seed_everything(seed: int, deterministic: bool = True):
         # CUDA (and importing it costs seconds of start-up, which matters for short CPU jobs).
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True, warn_only=True)
+        # Deterministic mode also fills every new tensor (NaN), a guard against kernels that read memory they never
+        # wrote: 1,300-2,200 fill kernels per DMP step on an H200. Runs were bit-identical without it
+        # (benchmarks/cuda_determinism.py, docs/benchmarks.md), so it is off.
+        torch.utils.deterministic.fill_uninitialized_memory = False
         torch.backends.cudnn.benchmark = False
     elif not deterministic:
         torch.backends.cudnn.benchmark = True  # cuDNN times the candidate kernels of each new shape, keeps the fastest
