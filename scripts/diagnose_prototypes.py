@@ -11,7 +11,8 @@ prints for each manifold layer:
   target samples, and how often the target's nearest mean agrees with the classifier's Top-1 label;
 * the classifier's target accuracy and the share of the most predicted class.
 
-Features are taken with the batch statistics of each domain, as the losses see them (``batch_statistics``).
+Features are taken as the losses see them: each domain in shuffled batches of the training batch size, with batch
+statistics (``batch_statistics``).
 
     python scripts/diagnose_prototypes.py dataset=demo_pixels source=O target=B seed=0
     python scripts/diagnose_prototypes.py dataset=digits_pixels source=M target=U seed=0
@@ -40,8 +41,11 @@ from dmp.train.trainer import Trainer  # noqa: E402
 def layer_features(trainer: Trainer, dataset):
     """Every manifold layer's features, logits and labels of ``dataset`` under its own batch statistics."""
     feats, logits, labels = None, [], []
+    # shuffled batches of the training batch size, as the anchor pass does (a file sorted by label would otherwise
+    # give one-class batches, whose statistics are no domain's)
+    order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(0))
     with batch_statistics(trainer.model):
-        for x, y in eval_loader(dataset, trainer.cfg["eval_batch_size"], 0):
+        for x, y in eval_loader(dataset, trainer.cfg["batch_size"], 0, order=order):
             f, out = trainer.forward(x)
             feats = [[h.cpu()] for h in f] if feats is None else [acc + [h.cpu()] for acc, h in zip(feats, f)]
             logits.append(out.cpu())
