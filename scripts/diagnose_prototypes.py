@@ -34,6 +34,8 @@ from dmp.cli import user_config  # noqa: E402
 from dmp.config import resolve  # noqa: E402
 from dmp.models.network import batch_statistics  # noqa: E402
 from dmp.data.inputs import build_task, eval_loader  # noqa: E402
+from dmp.data.registry import dataset_version  # noqa: E402
+from dmp.train.provenance import git_commit  # noqa: E402
 from dmp.train.trainer import Trainer  # noqa: E402
 
 
@@ -57,13 +59,11 @@ def nearest_mean(h, means):
     return (F.normalize(h, dim=1) @ F.normalize(means, dim=1).t()).argmax(1)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("overrides", nargs="+", metavar="key=value", help="the run (as for python -m dmp train)")
-    ap.add_argument("--config", help="run config YAML")
-    args = ap.parse_args(argv)
-    user = {"method": "dmp_no_al", "device": "cpu", "save_features": 0, **user_config(args)}
-    cfg = resolve(user)
+def diagnose(user: dict) -> dict:
+    """Train the run ``user`` (python -m dmp train's keys; method dmp_no_al, CPU by default) up to its intra_start
+    and return the figures (per manifold layer: nearest-class-mean accuracy of the source and the target, agreement
+    with the Top-1 pseudo-label), with the run's config, git commit and dataset version."""
+    cfg = resolve({"method": "dmp_no_al", "device": "cpu", "save_features": 0, **user})
     trainer = Trainer(cfg, build_task(cfg), Path(tempfile.mkdtemp(prefix="dmp-diagnose-")), progress=False)
     stop = trainer.sched["intra_start_iteration"]
     trainer.run(stop_after=stop)
@@ -72,15 +72,33 @@ def main(argv=None):
     hs, logits_s, ys = layer_features(trainer, trainer.task.source_eval)
     ht, logits_t, yt = layer_features(trainer, trainer.task.target_eval)
     pred = logits_t.argmax(1)
-    share = np.bincount(pred.numpy(), minlength=logits_t.shape[1]).max() / len(pred)
-    print(f"{cfg['dataset']} {cfg['source']}->{cfg['target']} seed {cfg['seed']}, at iteration {stop} (intra_start): "
-          f"classifier accuracy source {100 * (logits_s.argmax(1) == ys).float().mean():.1f} %, target "
-          f"{100 * (pred == yt).float().mean():.1f} % (most predicted class: {100 * share:.0f} % of the target)")
-    for layer, (h_s, h_t, means) in enumerate(zip(hs, ht, class_means)):
+    pct = lambda mask: round(100 * float(mask.float().mean()), 2)  # noqa: E731
+    layers = []
+    for h_s, h_t, means in zip(hs, ht, class_means):
         ncm_s, ncm_t = nearest_mean(h_s, means), nearest_mean(h_t, means)
-        print(f"manifold layer {layer} ({h_s.shape[1]}-d): nearest source class mean classifies the source "
-              f"{100 * (ncm_s == ys).float().mean():.1f} %, the target {100 * (ncm_t == yt).float().mean():.1f} %; "
-              f"agrees with the Top-1 pseudo-label on {100 * (ncm_t == pred).float().mean():.1f} % of the target")
+        layers.append({"dim": h_s.shape[1], "ncm_source": pct(ncm_s == ys), "ncm_target": pct(ncm_t == yt),
+                       "ncm_agrees_with_top1": pct(ncm_t == pred)})
+    return {"config": cfg, "iteration": stop, "classifier_source": pct(logits_s.argmax(1) == ys),
+            "classifier_target": pct(pred == yt),
+            "most_predicted_share": round(100 * np.bincount(pred.numpy(), minlength=logits_t.shape[1]).max()
+                                          / len(pred), 2),
+            "layers": layers, "git_commit": git_commit(), "dataset_version": dataset_version(cfg["dataset"])}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("overrides", nargs="+", metavar="key=value", help="the run (as for python -m dmp train)")
+    ap.add_argument("--config", help="run config YAML")
+    args = ap.parse_args(argv)
+    d = diagnose(user_config(args))
+    cfg = d["config"]
+    print(f"{cfg['dataset']} {cfg['source']}->{cfg['target']} seed {cfg['seed']}, at iteration {d['iteration']} "
+          f"(intra_start): classifier accuracy source {d['classifier_source']:.1f} %, target "
+          f"{d['classifier_target']:.1f} % (most predicted class: {d['most_predicted_share']:.0f} % of the target)")
+    for layer, f in enumerate(d["layers"]):
+        print(f"manifold layer {layer} ({f['dim']}-d): nearest source class mean classifies the source "
+              f"{f['ncm_source']:.1f} %, the target {f['ncm_target']:.1f} %; agrees with the Top-1 pseudo-label on "
+              f"{f['ncm_agrees_with_top1']:.1f} % of the target")
 
 
 if __name__ == "__main__":

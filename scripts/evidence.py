@@ -52,6 +52,13 @@ ANCHORS = {"batch": dict(anchor_mode="full_pass", anchor_bn="batch"),
            "accumulate": dict(anchor_mode="accumulate")}
 GRID = {"lambda1": [0.1, 0.5, 1.0, 5.0, 10.0, 50.0], "lambda2": [1e2, 5e2, 1e3, 5e3, 1e4, 5e4]}
 GRID_TASKS = [("demo", ("solid", "outline")), ("office_caltech10", ("amazon", "webcam"))]
+# --study prototypes (scripts/diagnose_prototypes.py): two tasks of every dataset above, one of Office-Caltech10
+PROTOTYPE_TASKS = [("demo_pixels", ("outline", "blurry")), ("demo_pixels", ("solid", "noisy")),
+                   ("digits_pixels", ("mnist", "usps")), ("digits_pixels", ("usps", "mnist")),
+                   ("demo_gradients", ("outline", "blurry")), ("demo_gradients", ("solid", "noisy")),
+                   ("demo", ("solid", "outline")), ("demo", ("solid", "noisy")),
+                   ("office_caltech10", ("amazon", "webcam")), ("mnist_usps", ("mnist", "usps")),
+                   ("mnist_usps", ("usps", "mnist"))]
 SHORT = {"amazon": "A", "dslr": "D", "webcam": "W", "mnist": "M", "usps": "U", "solid": "S", "outline": "O",
          "noisy": "N", "blurry": "B"}
 
@@ -158,6 +165,26 @@ def run_one(job):
     train(dict(cfg, threads=1, device="cpu"), out, progress=False)
 
 
+def run_prototypes(job):
+    """The diagnostic of scripts/diagnose_prototypes.py for one run, written to ``out/prototypes.json`` (skipped
+    when that file exists)."""
+    import torch
+
+    from diagnose_prototypes import diagnose
+    from dmp.io import write_json
+    cfg, out = job
+    if (out / "prototypes.json").exists():
+        return
+    torch.set_num_threads(1)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "prototypes.json", diagnose(dict(cfg, threads=1, device="cpu")))
+
+
+def run_job(study_job):
+    study, job = study_job
+    return run_prototypes(job) if study == "prototypes" else run_one(job)
+
+
 def jobs_for(study: str, seeds: int | None, only, weights: str):
     """The (config, run folder) of every run of ``study``; ``seeds`` = None: 3 per task, the main study's demo
     tables :data:`MAIN_SEEDS`."""
@@ -196,6 +223,10 @@ def jobs_for(study: str, seeds: int | None, only, weights: str):
                 DEMO, ["dmp_no_al", "dmp"], [("sum_one", "sum_one"), ("mean_one", "mean_one")], range(other)):
             if not only or "demo" in only:
                 yield job("demo", "vanilla", task, method, seed, name, weight_norm=norm)
+    elif study == "prototypes":
+        for (dataset, task), seed in itertools.product(PROTOTYPE_TASKS, range(other)):
+            if not only or dataset in only:
+                yield job(dataset, "vanilla", task, "dmp_no_al", seed)
     elif study == "grid":
         for (dataset, task), l1, l2, seed in itertools.product(GRID_TASKS, GRID["lambda1"], GRID["lambda2"],
                                                                  range(other)):
@@ -213,6 +244,49 @@ def collect(out_root: Path) -> pd.DataFrame:
                          task=f"{SHORT[c['source']]}->{SHORT[c['target']]}", method=c["method"], seed=c["seed"],
                          accuracy=m["accuracy"], commit=m["git_commit"][:10], dataset_version=m["dataset_version"]))
     return pd.DataFrame(rows)
+
+
+def collect_prototypes(out_root: Path) -> pd.DataFrame:
+    rows = []
+    for path in sorted(out_root.glob("prototypes/*/*/*/*/*/seed*/prototypes.json")):
+        d = json.loads(path.read_text())
+        c = d["config"]
+        row = dict(dataset=c["dataset"], task=f"{SHORT[c['source']]}->{SHORT[c['target']]}", seed=c["seed"],
+                   iteration=d["iteration"], pseudo=d["classifier_target"], commit=d["git_commit"][:10])
+        for i, layer in enumerate(d["layers"]):
+            row.update({f"src{i}": layer["ncm_source"], f"tgt{i}": layer["ncm_target"]})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def prototypes_section(protos: pd.DataFrame, df: pd.DataFrame) -> list[str]:
+    """The table of --study prototypes, with each task's DMP - source-only and DMP (No AL) - source-only (the task
+    means of the main or weak study's runs)."""
+    if not len(protos):
+        return []
+    runs = df[df["study"].isin(["main", "weak"]) & (df["setting"] == "vanilla") & (df["variant"] == "default")]
+    means = runs.groupby(["dataset", "task", "method"])["accuracy"].mean()
+    lines = ["## Are the source class means prototypes when the intra-class term starts? (vanilla)", "",
+             "`python scripts/evidence.py --study prototypes` (scripts/diagnose_prototypes.py): each run is trained "
+             "(DMP (No AL), the dataset's preset) up to `intra_start`, the anchors are refreshed as the trainer does, "
+             "and the source and target features of each manifold layer are taken as the losses see them (shuffled "
+             "batches, batch statistics). *NCM*: the share of samples whose nearest source class mean (cosine, the "
+             "similarity of Eq. IntraLoss) is the mean of their own class. The intra-class term pulls each target "
+             "sample towards the mean of its Top-1 pseudo-label: it can only help where those means are "
+             "prototypes (a high source NCM) and the pseudo-labels mostly right. Mean over "
+             f"{protos['seed'].nunique()} seeds; commits {', '.join(sorted(protos['commit'].unique()))}.", "",
+             "| data | task | iteration | Top-1 pseudo-labels right (%) | NCM layer 1 (1024-d): source / target "
+             "| NCM layer 2 (512-d): source / target | DMP - source-only | DMP (No AL) - source-only |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (dataset, task), g in protos.groupby(["dataset", "task"], sort=False):
+        m = g.mean(numeric_only=True)
+
+        def gap(method):
+            key = (dataset, task, method), (dataset, task, "source_only")
+            return f"{means[key[0]] - means[key[1]]:+.1f}" if all(k in means.index for k in key) else "–"
+        lines.append(f"| {dataset} | {task} | {int(m['iteration'])} | {m['pseudo']:.1f} | {m['src0']:.1f} / "
+                     f"{m['tgt0']:.1f} | {m['src1']:.1f} / {m['tgt1']:.1f} | {gap('dmp')} | {gap('dmp_no_al')} |")
+    return lines + [""]
 
 
 def _cell(g):
@@ -254,7 +328,7 @@ def _wins(wins: pd.DataFrame) -> str:
     return text + " (task means)."
 
 
-def render(df: pd.DataFrame) -> str:
+def render(df: pd.DataFrame, protos: pd.DataFrame | None = None) -> str:
     lines = ["# Evidence on real and generated transfer data", "",
              "Generated by `python scripts/evidence.py`. Each cell: mean ± sample std of the target accuracy (%) "
              "at the last iteration over the seeds; Avg = the mean over the tasks, per seed, then mean ± std over "
@@ -303,6 +377,7 @@ def render(df: pd.DataFrame) -> str:
         "## Class weights in the vanilla intra-class term (demo)", "",
         "`sum_one`: Eq. ClassWeight as printed, w = 1/c (the default); `mean_one`: c w = 1, i.e. the unweighted "
         "Eq. IntraLoss&Truncated, so the intra-class term is c times stronger.", ""])
+    lines += prototypes_section(protos if protos is not None else pd.DataFrame(), df)
     grid = df[df["study"] == "grid"]
     if len(grid):
         lines += ["## Sensitivity to lambda1 x lambda2 (DMP, vanilla; the paper's grids)", "",
@@ -472,7 +547,7 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=None, help="seeds per task (default 3; the main study's demo 10)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--study", nargs="+", default=["main"],
-                    choices=["main", "weak", "weak_variants", "anchors", "weights", "grid"])
+                    choices=["main", "weak", "weak_variants", "anchors", "weights", "grid", "prototypes"])
     ap.add_argument("--only", action="append", help="dataset(s) to run")
     ap.add_argument("--out", default=str(ROOT / "results" / "evidence" / "runs"))
     ap.add_argument("--report", default=str(ROOT / "docs" / "evidence.md"))
@@ -482,13 +557,13 @@ def main(argv=None):
     weights = None if args.report_only else demo_weights(out_root)
     if {"weak", "weak_variants"} & set(args.study) and not args.report_only:
         weak_features()
-    jobs = [] if args.report_only else [(cfg, out_root / out) for study in args.study
+    jobs = [] if args.report_only else [(study, (cfg, out_root / out)) for study in args.study
                                         for cfg, out in jobs_for(study, args.seeds, args.only, weights)]
     from tqdm import tqdm
     with cf.ProcessPoolExecutor(args.jobs) as pool:
-        for _ in tqdm(pool.map(run_one, jobs), total=len(jobs), desc="evidence runs"):
+        for _ in tqdm(pool.map(run_job, jobs), total=len(jobs), desc="evidence runs"):
             pass
-    Path(args.report).write_text(render(collect(out_root)))
+    Path(args.report).write_text(render(collect(out_root), collect_prototypes(out_root)))
     print(Path(args.report).read_text())
 
 
