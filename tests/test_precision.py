@@ -172,3 +172,27 @@ def test_nondeterministic_runs_let_cudnn_pick_kernels():
         assert torch.backends.cudnn.benchmark is True
     finally:
         torch.backends.cudnn.benchmark = before
+
+
+def test_deterministic_cuda_runs_skip_the_memory_fill(monkeypatch):
+    """On CUDA, deterministic runs switch on torch's deterministic algorithms but not its NaN fill of every new
+    tensor (bit-identical runs without it on an H200: benchmarks/cuda_determinism.py); the CPU path switches
+    neither."""
+    import torch.utils.deterministic as det
+
+    state = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+             det.fill_uninitialized_memory, torch.backends.cudnn.benchmark)
+    try:
+        det.fill_uninitialized_memory = True
+        monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # restored afterwards (seed_everything sets it)
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+        seed_everything(0, deterministic=True)
+        assert det.fill_uninitialized_memory is True and torch.are_deterministic_algorithms_enabled() is state[0]
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        seed_everything(0, deterministic=True)
+        assert torch.are_deterministic_algorithms_enabled()
+        assert det.fill_uninitialized_memory is False
+    finally:
+        torch.use_deterministic_algorithms(state[0], warn_only=state[1])
+        det.fill_uninitialized_memory = state[2]
+        torch.backends.cudnn.benchmark = state[3]
