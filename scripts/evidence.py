@@ -393,7 +393,7 @@ def render(df: pd.DataFrame, protos: pd.DataFrame | None = None) -> str:
             n = p.groupby(["l1", "l2"])["seed"].nunique()
             seeds = f"{n.min()}" if n.min() == n.max() else f"{n.min()} to {n.max()}"
             lines += [f"### {dataset} {task} ({seeds} seed(s) per cell, {len(n)} cells)", "", t.to_markdown(), ""]
-    return "\n".join(lines + NOTES + measured_notes(df).splitlines())
+    return "\n".join(lines + NOTES + measured_notes(df, protos).splitlines())
 
 
 NOTES = """## How to read these numbers, and what was changed to get them
@@ -412,6 +412,25 @@ NOTES = """## How to read these numbers, and what was changed to get them
 """.splitlines()
 
 
+def _prototype_note(protos: pd.DataFrame | None) -> str:
+    """What the prototypes table shows about demo_pixels against the other data (numbers read from it)."""
+    if protos is None or not len(protos) or "demo_pixels" not in set(protos["dataset"]):
+        return ""
+    t = protos.groupby(["dataset", "task"])[["src0", "pseudo"]].mean()
+    pix, rest = t.loc["demo_pixels"], t.drop("demo_pixels", level="dataset")
+    return (f" What does set `demo_pixels` apart is the first manifold layer (the table \"Are the source class "
+            f"means prototypes\"): when the intra-class term starts, the nearest source class mean there classifies "
+            f"only {pix['src0'].min():.0f} to {pix['src0'].max():.0f} % of the source samples themselves, against "
+            f"{rest['src0'].min():.0f} % or more on every other task measured, `digits_pixels` included; the term "
+            "pulls the target towards means that are no class prototypes, with Top-1 pseudo-labels that are right "
+            f"for only {pix['pseudo'].min():.0f} to {pix['pseudo'].max():.0f} % of the target"
+            + (f" (on `digits_pixels` {t.loc['digits_pixels']['pseudo'].min():.0f} to "
+               f"{t.loc['digits_pixels']['pseudo'].max():.0f} %, where DMP helps: poor pseudo-labels alone do not "
+               "decide it)" if "digits_pixels" in t.index.get_level_values(0) else "") + ". "
+            "`python scripts/diagnose_prototypes.py dataset=... source=... target=...` measures this on a user's own "
+            "data before DMP is trusted there.")
+
+
 def _avg(part: pd.DataFrame) -> float:
     """The Avg column of :func:`table`: the mean over tasks per seed, then over seeds, rounded as the tables round
     it (so that a note's number, or a difference of two, is what the tables show)."""
@@ -423,7 +442,7 @@ def _ordering(v: dict) -> str:
     return "the paper's ordering holds" if holds else "the paper's ordering does not hold"
 
 
-def measured_notes(df: pd.DataFrame) -> str:
+def measured_notes(df: pd.DataFrame, protos: pd.DataFrame | None = None) -> str:
     """The notes on digits and on weak features, their numbers read from the runs (nothing typed in)."""
     out = []
     sel = lambda study, dataset, variant="default": df[(df["study"] == study) & (df["dataset"] == dataset)  # noqa
@@ -511,7 +530,7 @@ def measured_notes(df: pd.DataFrame) -> str:
             f"- On real data with raw-pixel features (`digits_pixels`, source-only {d['source_only']:.1f}) "
             f"{_ordering(d)}: DMP {d['dmp']:.1f}, DMP (No AL) {d['dmp_no_al']:.1f}, DMP (No DS) "
             f"{d['dmp_no_ds']:.1f}. A weak source-only alone does not predict the failure on `demo_pixels`: "
-            "source-only is lower here.")
+            "source-only is lower here." + _prototype_note(protos))
     ref = df[df["study"].isin(["main", "weak"]) & (df["variant"] == "default")]
     bn = ref[ref["method"] == "source_only_bn"]
     if len(bn):
