@@ -75,11 +75,11 @@ def profile(fn, steps, device, rows=25):
     for candidates in keys + [("self_cpu_time_total",)]:  # on CUDA the CPU table shows the host waits too
         for key in candidates:
             try:
-                print(f"-- sorted by {key}")
-                print(averages.table(sort_by=key, row_limit=rows))
-                break
+                table = averages.table(sort_by=key, row_limit=rows)
             except (AttributeError, KeyError, ValueError):
                 continue
+            print(f"-- sorted by {key}\n{table}")
+            break
 
 
 def main(argv=None):
