@@ -71,11 +71,11 @@ def _config(args):
 def _pretrain_demo(args):
     import torch
 
-    from .train.pretrain import pretrain_demo_backbone
+    from .train.pretrain import pretrain_backbone
     if args.threads:
         torch.set_num_threads(args.threads)
-    info = pretrain_demo_backbone(args.out, progress=not args.quiet)
-    print(f"{info['path']}: demo backbone pre-trained on {info['classes']} generated classes "
+    info = pretrain_backbone(args.out, args.recipe, progress=not args.quiet)
+    print(f"{info['path']}: {args.recipe} backbone pre-trained on {info['classes']} generated classes "
           f"({info['iterations']} iterations, training accuracy over the last 100 steps "
           f"{info['train_accuracy']:.1f} %)")
 
@@ -98,8 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "warm-ups, anchor refreshes) as JSON; needs no data")
     p.add_argument("overrides", nargs="*", metavar="key=value")
     p.set_defaults(func=_config)
-    p = sub.add_parser("pretrain-demo", help="pre-train the demo's small CNN once on generated shapes (the demo's "
+    p = sub.add_parser("pretrain-demo", help="pre-train a small CNN once on the demo's generated shapes (the demo's "
                        "stand-in for ImageNet weights) and write its weights file")
+    p.add_argument("--recipe", choices=["demo", "digits"], default="demo", help="demo: the RGB BatchNorm CNN of "
+                   "the demo (smallcnn); digits: the grey 16 x 16 GroupNorm CNN of mnist_usps (smallcnn_gn)")
     p.add_argument("--out", required=True, help="weights file to write (then pass weights_path=FILE)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

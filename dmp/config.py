@@ -223,10 +223,11 @@ PRESETS: dict[tuple[str, str], dict[str, Any]] = {
     ("demo", "partial"): dict(_DEMO, lambda2=1.0),
     ("office_caltech10", "vanilla"): dict(backbone="identity", pretrained=False, standardize=True,
                                           batch_size=32),
-    # Digits from scratch (no pre-trained backbone, so no 0.1x backbone lr), per-sample normalisation,
-    # GroupNorm in the CNN (a source-trained BatchNorm normalises USPS with MNIST statistics) and the annealed lr
-    # (the last iterate of a constant lr swung between seeds): docs/method.md.
-    ("mnist_usps", "vanilla"): dict(backbone="smallcnn_gn", pretrained=False, batch_size=32, lr=1e-3,
+    # Digits: the GroupNorm CNN pre-trained on the demo's shapes corpus in grey (`python -m dmp pretrain-demo
+    # --recipe digits`, passed as weights_path), fine-tuned at the full lr (a corpus of shapes is a weak prior
+    # for digit strokes), per-sample normalisation, GroupNorm in the CNN (a source-trained BatchNorm normalises
+    # USPS with MNIST statistics) and the annealed lr (the last iterate of a constant lr swung): docs/method.md.
+    ("mnist_usps", "vanilla"): dict(backbone="smallcnn_gn", pretrained=True, batch_size=32, lr=1e-3,
                                     backbone_lr_mult=1.0, sample_norm=True, lr_schedule="anneal", epochs=24,
                                     intra_start="5ep", shift=2, scale_jitter=0.25),
 }

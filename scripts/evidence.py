@@ -63,19 +63,25 @@ SHORT = {"amazon": "A", "dslr": "D", "webcam": "W", "mnist": "M", "usps": "U", "
          "noisy": "N", "blurry": "B"}
 
 
-def demo_weights(out_root: Path) -> str:
-    """The demo's pre-trained backbone (made once, as the demo pipeline's demo_weights rule does), and the demo
-    images (as its demo_data rule does)."""
+WEIGHTS = {"demo": "demo", "mnist_usps": "digits"}  # dataset -> the recipe of its pre-trained small CNN
+
+
+def pretrained_weights(out_root: Path) -> dict[str, str]:
+    """The pre-trained small CNNs, made once (as the demo pipeline's demo_weights rule does): recipe ``demo``
+    for the demo, ``digits`` for mnist_usps (``python -m dmp pretrain-demo --recipe ...``); and the demo images
+    (as the demo_data rule does)."""
     from dmp.data import registry, splits
     from dmp.data.demo import generate
-    from dmp.train.pretrain import pretrain_demo_backbone
+    from dmp.train.pretrain import pretrain_backbone
     if not registry.data_root("demo").exists():
         generate(registry.data_root("demo"))
         splits.prepare("demo")
-    path = out_root.parent / "weights" / "smallcnn_demo.pt"
-    if not path.exists():
-        pretrain_demo_backbone(path)
-    return str(path)
+    paths = {}
+    for recipe, name in (("demo", "smallcnn_demo.pt"), ("digits", "smallcnn_gn_digits.pt")):
+        paths[recipe] = out_root.parent / "weights" / name
+        if not paths[recipe].exists():
+            pretrain_backbone(paths[recipe], recipe)
+    return {k: str(v) for k, v in paths.items()}
 
 
 DEMO_ALL = [(a, b) for a in ("solid", "outline", "noisy", "blurry") for b in ("solid", "outline", "noisy", "blurry")
@@ -185,14 +191,14 @@ def run_job(study_job):
     return run_prototypes(job) if study == "prototypes" else run_one(job)
 
 
-def jobs_for(study: str, seeds: int | None, only, weights: str):
+def jobs_for(study: str, seeds: int | None, only, weights: dict[str, str]):
     """The (config, run folder) of every run of ``study``; ``seeds`` = None: 3 per task, the main study's demo
     tables :data:`MAIN_SEEDS`."""
     def job(dataset, setting, task, method, seed, variant="default", **extra):
         cfg = dict(dataset=dataset, setting=setting, source=task[0], target=task[1], method=method, seed=seed,
                    **extra)
-        if dataset == "demo":
-            cfg["weights_path"] = weights
+        if dataset in WEIGHTS:
+            cfg["weights_path"] = weights[WEIGHTS[dataset]]
         out = Path(study, dataset, setting, f"{task[0]}-{task[1]}", method, variant, f"seed{seed}")
         return cfg, out
     other = seeds or 3  # seeds per task of the other studies
@@ -573,7 +579,7 @@ def main(argv=None):
     ap.add_argument("--report-only", action="store_true", help="only rebuild the report from the runs on disk")
     args = ap.parse_args(argv)
     out_root = Path(args.out)
-    weights = None if args.report_only else demo_weights(out_root)
+    weights = {} if args.report_only else pretrained_weights(out_root)
     if {"weak", "weak_variants"} & set(args.study) and not args.report_only:
         weak_features()
     jobs = [] if args.report_only else [(study, (cfg, out_root / out)) for study in args.study

@@ -7,7 +7,7 @@ import torch
 from dmp.config import resolve
 from dmp.data import demo
 from dmp.models import WeightsUnavailableError, batch_statistics, build_backbone
-from dmp.train.pretrain import pretrain_demo_backbone
+from dmp.train.pretrain import pretrain_backbone, pretrain_images
 
 
 def test_pretraining_corpus_is_its_own_domain():
@@ -21,14 +21,14 @@ def test_pretraining_corpus_is_its_own_domain():
 
 def test_pretrained_weights_load_through_weights_path(tmp_path):
     out = tmp_path / "w.pt"
-    info = pretrain_demo_backbone(out, progress=False, per_class=3, iterations=4, batch_size=8)
+    info = pretrain_backbone(out, progress=False, per_class=3, iterations=4, batch_size=8)
     assert info["classes"] == len(demo.PRETRAIN_CLASSES)
     model, _ = build_backbone("smallcnn", pretrained=True, weights_path=str(out))
     saved = torch.load(out, weights_only=True)
     assert all(torch.equal(model.state_dict()[k], v) for k, v in saved.items())
     fresh, _ = build_backbone("smallcnn", pretrained=False)
     assert not all(torch.equal(fresh.state_dict()[k], v) for k, v in saved.items())
-    pretrain_demo_backbone(tmp_path / "again.pt", progress=False, per_class=3, iterations=4, batch_size=8)
+    pretrain_backbone(tmp_path / "again.pt", progress=False, per_class=3, iterations=4, batch_size=8)
     again = torch.load(tmp_path / "again.pt", weights_only=True)
     assert all(torch.equal(again[k], v) for k, v in saved.items())  # a pure function of the recipe
 
@@ -41,6 +41,37 @@ def test_demo_preset_is_the_papers_regime():
     assert 0 < s["intra_start_iteration"] < s["iterations"] / 2 and s["anchor_refreshes"] >= 10
     with pytest.raises(WeightsUnavailableError, match="pretrain-demo"):
         build_backbone(cfg["backbone"], cfg["pretrained"], cfg["weights_path"])
+
+
+def test_digits_recipe_is_a_grey_groupnorm_cnn(tmp_path):
+    x, y, classes = pretrain_images(2, 16, channels=1)
+    assert x.shape == (2 * classes, 1, 16, 16) and classes == len(demo.PRETRAIN_CLASSES)
+    flat = x.flatten(1)
+    assert torch.allclose(flat.mean(1), torch.zeros(len(x)), atol=1e-4)  # the mnist_usps preset's sample_norm
+    assert torch.allclose(flat.std(1, correction=0), torch.ones(len(x)), atol=1e-3)
+    out = tmp_path / "digits.pt"
+    info = pretrain_backbone(out, "digits", progress=False, per_class=3, iterations=4, batch_size=8)
+    assert info["recipe"] == "digits" and info["channels"] == 1
+    model, _ = build_backbone("smallcnn_gn", pretrained=True, weights_path=str(out), in_channels=1)
+    saved = torch.load(out, weights_only=True)
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in saved.items())
+    # another CNN's weights: one clear error naming the file and the recipe to use, not a state_dict dump
+    demo_w = tmp_path / "demo.pt"
+    pretrain_backbone(demo_w, "demo", progress=False, per_class=2, iterations=2, batch_size=4)
+    with pytest.raises(WeightsUnavailableError, match=r"demo\.pt does not fit this CNN.*--recipe digits") as exc:
+        build_backbone("smallcnn_gn", pretrained=True, weights_path=str(demo_w), in_channels=1)
+    assert "\n" not in str(exc.value)
+    with pytest.raises(WeightsUnavailableError, match="does not exist"):
+        build_backbone("smallcnn_gn", pretrained=True, weights_path=str(tmp_path / "missing.pt"), in_channels=1)
+    with pytest.raises(ValueError, match="unknown pre-training recipe 'mnist'"):
+        pretrain_backbone(tmp_path / "x.pt", "mnist", progress=False)
+
+
+def test_digits_preset_fine_tunes_a_pretrained_cnn():
+    cfg = resolve(dict(dataset="mnist_usps", source="mnist", target="usps"))
+    assert (cfg["backbone"], cfg["pretrained"], cfg["backbone_lr_mult"]) == ("smallcnn_gn", True, 1.0)
+    with pytest.raises(WeightsUnavailableError, match="recipe digits"):
+        build_backbone(cfg["backbone"], cfg["pretrained"], cfg["weights_path"], in_channels=1)
 
 
 def test_batch_statistics_leaves_running_statistics_alone():

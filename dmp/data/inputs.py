@@ -246,7 +246,8 @@ def eval_loader(dataset, batch_size: int, num_workers: int = 0, order=None, pin_
     return DataLoader(dataset, batch_sampler=batches, **loader_options(num_workers, pin_memory))
 
 
-def _sample_norm(x):
+def sample_norm(x):
+    """Each sample (axis 0) scaled to zero mean and unit variance (config ``sample_norm``)."""
     axes = tuple(range(1, x.ndim))
     return (x - x.mean(axes, keepdims=True)) / (x.std(axes, keepdims=True) + 1e-6)
 
@@ -292,7 +293,7 @@ def build_task(cfg) -> Task:
                          f"{list(xs.shape[1:])}, target {root / spec.domain(tgt[0]).folder} {list(xt.shape[1:])}")
     xs, xt = np.asarray(xs, np.float32), np.asarray(xt, np.float32)
     if cfg["sample_norm"]:
-        xs, xt = _sample_norm(xs), _sample_norm(xt)
+        xs, xt = sample_norm(xs), sample_norm(xt)
     if cfg["standardize"]:
         xs, xt = _standardize(xs, xt)
     for key in ("shift", "scale_jitter"):

@@ -73,12 +73,21 @@ class SmallCNN(nn.Sequential):
 def _smallcnn(pretrained=False, weights_path=None, in_channels=3, norm="batch", **_):
     model = SmallCNN(in_channels, norm=norm)
     if weights_path:
-        model.load_state_dict(torch.load(weights_path, map_location="cpu", weights_only=True))
+        if not Path(weights_path).is_file():
+            raise WeightsUnavailableError(f"weights_path {weights_path} does not exist")
+        try:
+            model.load_state_dict(torch.load(weights_path, map_location="cpu", weights_only=True))
+        except RuntimeError as exc:  # another CNN's weights: wrong norm layers or input channels
+            first = str(exc).strip().splitlines()
+            raise WeightsUnavailableError(
+                f"weights_path {weights_path} does not fit this CNN ({norm} norm, {in_channels} input channel(s)): "
+                f"{first[1].strip() if len(first) > 1 else first[0]} (`python -m dmp pretrain-demo --recipe demo` "
+                "makes smallcnn weights, `--recipe digits` smallcnn_gn weights for 1-channel images)") from None
     elif pretrained:
         raise WeightsUnavailableError(
             "smallcnn has no downloadable weights: pre-train them once with `python -m dmp pretrain-demo --out "
-            "FILE` and pass weights_path=FILE (the demo pipeline does this), or set pretrained=false for a random "
-            "initialisation")
+            "FILE` (add `--recipe digits` for smallcnn_gn on 1-channel digits) and pass weights_path=FILE (the demo "
+            "pipeline and scripts/evidence.py do this), or set pretrained=false for a random initialisation")
     return model, model.out_dim
 
 
