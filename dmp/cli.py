@@ -69,11 +69,7 @@ def _config(args):
 
 
 def _pretrain_demo(args):
-    import torch
-
     from .train.pretrain import pretrain_backbone
-    if args.threads:
-        torch.set_num_threads(args.threads)
     info = pretrain_backbone(args.out, args.recipe, progress=not args.quiet)
     print(f"{info['path']}: {args.recipe} backbone pre-trained on {info['classes']} generated classes "
           f"({info['iterations']} iterations, training accuracy over the last 100 steps "
@@ -103,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--recipe", choices=["demo", "digits"], default="demo", help="demo: the RGB BatchNorm CNN of "
                    "the demo (smallcnn); digits: the grey 16 x 16 GroupNorm CNN of mnist_usps (smallcnn_gn)")
     p.add_argument("--out", required=True, help="weights file to write (then pass weights_path=FILE)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (the recipe fixes the thread count, so "
+                   "every machine writes the same file)")
     p.set_defaults(func=_pretrain_demo)
     try:
         from .data import cli as data_cli

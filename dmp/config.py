@@ -311,6 +311,9 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
         cfg["target_split"] = "partial" if cfg["setting"] == "partial" else "full"
     if cfg["method"] == "dmp_ent" and cfg["entropy_weight"] == 0:
         raise ConfigError("config key 'entropy_weight' must be > 0 for method dmp_ent")
+    if cfg["weights_path"] and cfg["backbone"] == "identity":
+        raise ConfigError(f"config key 'weights_path' = {cfg['weights_path']!r}: the identity backbone (feature "
+                          "vectors) has no weights to load; drop weights_path or choose a CNN backbone")
     return cfg
 
 

@@ -9,6 +9,7 @@ with source-only (both forms), DMP and its ablations (vanilla) or source-only, D
 demo and digits: 10), the paper's hyper-parameters (presets of dmp/config.py), the model at the last iteration (no
 target labels). Also ``--study weak`` (hand-crafted features brought in as a user brings their own: the demo images
 on all 12 tasks, the digits' raw pixels), ``--study weak_variants`` (what changes DMP on the weakest of them),
+``--study digits_init`` (how the digits CNN starts: pre-trained at lr x1 or x0.1, or random),
 ``--study anchors`` (the anchor/BatchNorm modes), ``--study weights`` (the vanilla class weights) and ``--study
 grid`` (the paper's lambda1 x lambda2 grid on one demo task and on Office-Caltech10 A->W). Every run is a normal
 training run under ``results/evidence/runs`` (metrics.json: config, seed, git commit, dataset version); this script
@@ -93,6 +94,9 @@ DIGITS = [("mnist", "usps"), ("usps", "mnist")]
 WEAK = {"demo_pixels": DEMO_ALL, "demo_gradients": DEMO_ALL, "digits_pixels": DIGITS}
 
 
+# --study digits_init: how the digits CNN starts, for every method alike (the preset's row is the main study's runs)
+DIGITS_INIT = {"pre-trained, lr x1 (preset)": {}, "pre-trained, backbone lr x0.1": dict(backbone_lr_mult=0.1),
+               "random init": dict(pretrained=False, weights_path=None)}
 # --study weak_variants: what changes DMP on the weakest features (diagnostic; no default is taken from it)
 WEAK_TASKS = [("outline", "blurry"), ("outline", "noisy"), ("solid", "noisy"), ("blurry", "solid")]
 WEAK_VARIANTS = {"paper": {}, "k=3": dict(k=3), "lambda1=1": dict(lambda1=1.0),
@@ -197,7 +201,7 @@ def jobs_for(study: str, seeds: int | None, only, weights: dict[str, str]):
     def job(dataset, setting, task, method, seed, variant="default", **extra):
         cfg = dict(dataset=dataset, setting=setting, source=task[0], target=task[1], method=method, seed=seed,
                    **extra)
-        if dataset in WEIGHTS:
+        if dataset in WEIGHTS and "weights_path" not in extra:
             cfg["weights_path"] = weights[WEIGHTS[dataset]]
         out = Path(study, dataset, setting, f"{task[0]}-{task[1]}", method, variant, f"seed{seed}")
         return cfg, out
@@ -213,6 +217,12 @@ def jobs_for(study: str, seeds: int | None, only, weights: dict[str, str]):
             for task, method, seed in itertools.product(tasks, VANILLA, range(other)):
                 if not only or dataset in only:
                     yield job(dataset, "vanilla", task, method, seed)
+    elif study == "digits_init":
+        for task, method, (name, extra), seed in itertools.product(DIGITS, ["source_only", "dmp_no_al", "dmp"],
+                                                                    list(DIGITS_INIT.items())[1:], range(other)):
+            if not only or "mnist_usps" in only:
+                yield job("mnist_usps", "vanilla", task, method, seed, name.replace(" ", "_").replace(",", ""),
+                          **extra)
     elif study == "weak_variants":
         for task, method, (name, extra), seed in itertools.product(WEAK_TASKS, ["source_only", "dmp_no_al", "dmp"],
                                                                     WEAK_VARIANTS.items(), range(other)):
@@ -322,6 +332,24 @@ def variant_section(part: pd.DataFrame, by: str, order, title, head: list[str], 
     return lines
 
 
+def digits_init_section(df: pd.DataFrame) -> list[str]:
+    """How the digits CNN starts (``--study digits_init``), beside the preset's runs of the main study (the same
+    seeds)."""
+    init = df[df["study"] == "digits_init"]
+    if not len(init):
+        return []
+    names = {k.replace(" ", "_").replace(",", ""): k for k in DIGITS_INIT}
+    preset = df[(df["study"] == "main") & (df["dataset"] == "mnist_usps") & df["method"].isin(init["method"])
+                & df["seed"].isin(init["seed"])].assign(variant=next(iter(DIGITS_INIT)))
+    both = pd.concat([preset, init.assign(variant=init["variant"].map(names))])
+    return variant_section(both, "method", list(DIGITS_INIT), NAMES.get, [
+        "### How the digits CNN starts (MNIST<->USPS, every method alike)", "",
+        "The preset fine-tunes at the full lr a GroupNorm CNN pre-trained on the demo's shapes in grey "
+        "(`python -m dmp pretrain-demo --recipe digits`; its row is the main study's runs of the same seeds); "
+        "`backbone lr x0.1` is the paper's ratio for an ImageNet backbone; `random init` is the protocol before "
+        "(no pre-training, full lr).", ""], level="####")
+
+
 def _wins(wins: pd.DataFrame) -> str:
     """'DMP above source-only on ...' from a table's task means."""
     if "source_only" not in wins.index or "dmp" not in wins.index:
@@ -380,6 +408,7 @@ def render(df: pd.DataFrame, protos: pd.DataFrame | None = None, weights_dir: Pa
         "### What changes DMP on demo_pixels (4 tasks; a diagnostic, no default is taken from it)", "",
         "`paper`: the defaults (k = 1, lambda1 = 10, BatchNorm in the manifold layers, the gradient of the "
         "intra-class term into p); each other row changes one of them.", ""], level="####")
+    lines += digits_init_section(df)
     lines += variant_section(df[df["study"] == "anchors"], "dataset", list(ANCHORS), lambda k: k, [
         "## Anchors and BatchNorm (DMP, vanilla)", "",
         "`batch`: full pass over the source with per-domain batch statistics (shuffled batches of b_s, running "
@@ -584,7 +613,8 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=None, help="seeds per task (default 3; the main study's demo 10)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--study", nargs="+", default=["main"],
-                    choices=["main", "weak", "weak_variants", "anchors", "weights", "grid", "prototypes"])
+                    choices=["main", "weak", "weak_variants", "anchors", "weights", "grid", "prototypes",
+                             "digits_init"])
     ap.add_argument("--only", action="append", help="dataset(s) to run")
     ap.add_argument("--out", default=str(ROOT / "results" / "evidence" / "runs"))
     ap.add_argument("--report", default=str(ROOT / "docs" / "evidence.md"))

@@ -173,6 +173,9 @@ def test_a_features_dataset_defaults_to_the_identity_backbone(isolated, monkeypa
     explicit = resolve({"dataset": "feats", "source": "src", "target": "tgt", "backbone": "resnet50"})
     with pytest.raises(ConfigError, match=r"'backbone' = 'resnet50': dataset feats holds feature vectors \(4-d\)"):
         Trainer(explicit, build_task(explicit), tmp_path / "run", progress=False)
+    # a weights file for feature vectors would be silently ignored: refused before any work
+    with pytest.raises(ConfigError, match=r"'weights_path' = 'w.pt': the identity backbone"):
+        resolve({"dataset": "feats", "source": "src", "target": "tgt", "weights_path": "w.pt"})
 
 
 def test_augmenting_feature_vectors_is_refused(isolated, monkeypatch):

@@ -67,11 +67,44 @@ def test_digits_recipe_is_a_grey_groupnorm_cnn(tmp_path):
         pretrain_backbone(tmp_path / "x.pt", "mnist", progress=False)
 
 
+def test_pretraining_fixes_its_thread_count(tmp_path):
+    """CPU kernels give the same numbers for a fixed thread count only: the recipe fixes it, so a machine with
+    more cores writes the same weights file (and the caller's count comes back)."""
+    before = torch.get_num_threads()
+    small = dict(progress=False, per_class=4, iterations=6, batch_size=16)
+    try:
+        torch.set_num_threads(1)
+        pretrain_backbone(tmp_path / "one.pt", **small)
+        assert torch.get_num_threads() == 1
+        torch.set_num_threads(2)
+        pretrain_backbone(tmp_path / "two.pt", **small)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    one, two = torch.load(tmp_path / "one.pt", weights_only=True), torch.load(tmp_path / "two.pt", weights_only=True)
+    assert all(torch.equal(one[k], two[k]) for k in one)
+
+
 def test_digits_preset_fine_tunes_a_pretrained_cnn():
     cfg = resolve(dict(dataset="mnist_usps", source="mnist", target="usps"))
     assert (cfg["backbone"], cfg["pretrained"], cfg["backbone_lr_mult"]) == ("smallcnn_gn", True, 1.0)
     with pytest.raises(WeightsUnavailableError, match="recipe digits"):
         build_backbone(cfg["backbone"], cfg["pretrained"], cfg["weights_path"], in_channels=1)
+
+
+def test_runs_record_the_weights_file_they_start_from(tmp_path):
+    from dmp.data.inputs import Task, TensorDataset
+    from dmp.io import sha256_file
+    from dmp.train import train
+    from tests.synthetic import small_cfg
+    rng = np.random.default_rng(0)
+    data = TensorDataset(rng.normal(size=(40, 1, 16, 16)).astype(np.float32), np.arange(40) % 4)
+    task = Task(data, data, data, data, [f"c{i}" for i in range(4)], 1, None, "synthetic")
+    w = tmp_path / "w.pt"
+    pretrain_backbone(w, "digits", progress=False, per_class=2, iterations=2, batch_size=4)
+    m = train(small_cfg(backbone="smallcnn_gn", pretrained=True, weights_path=str(w), iterations=4, batch_size=8,
+                        save_features=0), tmp_path / "run", task=task, progress=False)
+    assert m["weights_sha256"] == sha256_file(w)
 
 
 def test_batch_statistics_leaves_running_statistics_alone():

@@ -125,6 +125,7 @@ def test_metrics_file_is_complete_and_traceable(tmp_path):
     assert on_disk["mean_class_accuracy"] == pytest.approx(np.mean(list(per_class.values())))
     assert on_disk["accuracy"] == pytest.approx(100 * np.trace(cm) / cm.sum())
     assert on_disk["config"]["method"] == "dmp" and m["iterations"] == 20
+    assert on_disk["weights_sha256"] is None  # no weights file: nothing pre-trained to identify
     assert set(on_disk["interpolation"]) == {"0", "0.1", "0.3", "0.5"}
 
 

@@ -25,13 +25,15 @@ from ..io import atomic_write
 RECIPES = {
     # RGB, ImageNet-normalised, resized to 24 and randomly cropped to 20 (the demo runs' transform)
     "demo": dict(per_class=150, iterations=600, batch_size=64, lr=1e-3, resize=24, crop=20, pad=0, channels=3,
-                 norm="batch", seed=0),
+                 norm="batch", seed=0, threads=2),
     # grey, 16 x 16, each sample scaled to zero mean and unit variance (the mnist_usps preset's sample_norm),
     # shifted by up to 2 pixels (its shift); GroupNorm (smallcnn_gn)
     "digits": dict(per_class=300, iterations=3000, batch_size=64, lr=1e-3, resize=16, crop=16, pad=2, channels=1,
-                   norm="group", seed=0),
+                   norm="group", seed=0, threads=2),
 }
-"""The pre-training recipes (fixed: a weights file is a pure function of the code and its recipe)."""
+"""The pre-training recipes (fixed: a weights file is a pure function of the code and its recipe). CPU kernels
+give the same numbers for a fixed thread count only, so the recipe fixes it: a 16-core machine writes the file
+a 2-core one does."""
 
 
 def pretrain_images(per_class: int, resize: int, channels: int = 3):
@@ -70,11 +72,20 @@ def _augment(x: torch.Tensor, crop: int, g: torch.Generator, pad: int = 0) -> to
 def pretrain_backbone(out, recipe: str = "demo", progress: bool = True, **overrides) -> dict:
     """Train the small CNN of ``recipe`` (:data:`RECIPES`) on the pre-training corpus and write its backbone
     ``state_dict`` to ``out`` (atomically). Returns a summary (final training accuracy, recipe)."""
-    from ..models.backbones import SmallCNN
-
     if recipe not in RECIPES:
         raise ValueError(f"unknown pre-training recipe {recipe!r}; known: {', '.join(RECIPES)}")
     r = dict(RECIPES[recipe], **overrides)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(r["threads"])
+    try:
+        return _pretrain(out, recipe, r, progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _pretrain(out, recipe: str, r: dict, progress: bool) -> dict:
+    from ..models.backbones import SmallCNN
+
     torch.manual_seed(r["seed"])
     g = torch.Generator().manual_seed(r["seed"])
     x, y, classes = pretrain_images(r["per_class"], r["resize"], r["channels"])

@@ -24,7 +24,7 @@ from .. import manifolds
 from ..anchors import Anchors
 from ..config import SOURCE_ONLY, ConfigError, resolve_workers
 from ..data.inputs import BatchStream, Task, TensorDataset, eval_loader
-from ..io import remove_temp_files
+from ..io import remove_temp_files, sha256_file
 from ..losses import entropy_loss, inter_class_loss, intra_class_loss
 from ..models import DMPNet, batch_statistics, build_backbone
 from ..weighting import class_weights, normalise_weights, weight_source_features
@@ -453,6 +453,7 @@ class Trainer:
             "code_version": self.provenance[-1]["code_version"],
             "provenance": self.provenance,
             "dataset_version": task.dataset_version,
+            "weights_sha256": sha256_file(cfg["weights_path"]) if cfg["weights_path"] else None,
             "packages": packages(),
             "device": str(self.device),
             "threads": torch.get_num_threads(),
