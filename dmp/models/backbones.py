@@ -18,15 +18,20 @@ class WeightsUnavailableError(RuntimeError):
     """Pretrained weights were requested but cannot be loaded."""
 
 
+def _weights_file(weights_path) -> Path:
+    """``weights_path`` as a Path, or the one-line error when there is no such file."""
+    path = Path(weights_path)
+    if not path.is_file():
+        raise WeightsUnavailableError(f"weights_path {path} does not exist")
+    return path
+
+
 def _load_resnet(arch: str, weights_enum, pretrained: bool, weights_path: str | None):
     import torchvision
 
     model = getattr(torchvision.models, arch)(weights=None)
     if weights_path:
-        path = Path(weights_path)
-        if not path.is_file():
-            raise WeightsUnavailableError(f"weights_path {path} does not exist")
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(_weights_file(weights_path), map_location="cpu", weights_only=True)
         model.load_state_dict(state.get("state_dict", state) if isinstance(state, dict) else state)
     elif pretrained:
         weights = weights_enum.IMAGENET1K_V1
@@ -73,10 +78,9 @@ class SmallCNN(nn.Sequential):
 def _smallcnn(pretrained=False, weights_path=None, in_channels=3, norm="batch", **_):
     model = SmallCNN(in_channels, norm=norm)
     if weights_path:
-        if not Path(weights_path).is_file():
-            raise WeightsUnavailableError(f"weights_path {weights_path} does not exist")
+        state = torch.load(_weights_file(weights_path), map_location="cpu", weights_only=True)
         try:
-            model.load_state_dict(torch.load(weights_path, map_location="cpu", weights_only=True))
+            model.load_state_dict(state)
         except RuntimeError as exc:  # another CNN's weights: wrong norm layers or input channels
             first = str(exc).strip().splitlines()
             raise WeightsUnavailableError(
