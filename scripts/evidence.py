@@ -97,6 +97,13 @@ WEAK = {"demo_pixels": DEMO_ALL, "demo_gradients": DEMO_ALL, "digits_pixels": DI
 # --study digits_init: how the digits CNN starts, for every method alike (the preset's row is the main study's runs)
 DIGITS_INIT = {"pre-trained, lr x1 (preset)": {}, "pre-trained, backbone lr x0.1": dict(backbone_lr_mult=0.1),
                "random init": dict(pretrained=False, weights_path=None)}
+
+
+def _variant_folder(name: str) -> str:
+    """A variant's label as its run folder name."""
+    return name.replace(" ", "_").replace(",", "")
+
+
 # --study weak_variants: what changes DMP on the weakest features (diagnostic; no default is taken from it)
 WEAK_TASKS = [("outline", "blurry"), ("outline", "noisy"), ("solid", "noisy"), ("blurry", "solid")]
 WEAK_VARIANTS = {"paper": {}, "k=3": dict(k=3), "lambda1=1": dict(lambda1=1.0),
@@ -221,8 +228,7 @@ def jobs_for(study: str, seeds: int | None, only, weights: dict[str, str]):
         for task, method, (name, extra), seed in itertools.product(DIGITS, ["source_only", "dmp_no_al", "dmp"],
                                                                     list(DIGITS_INIT.items())[1:], range(other)):
             if not only or "mnist_usps" in only:
-                yield job("mnist_usps", "vanilla", task, method, seed, name.replace(" ", "_").replace(",", ""),
-                          **extra)
+                yield job("mnist_usps", "vanilla", task, method, seed, _variant_folder(name), **extra)
     elif study == "weak_variants":
         for task, method, (name, extra), seed in itertools.product(WEAK_TASKS, ["source_only", "dmp_no_al", "dmp"],
                                                                     WEAK_VARIANTS.items(), range(other)):
@@ -338,7 +344,7 @@ def digits_init_section(df: pd.DataFrame) -> list[str]:
     init = df[df["study"] == "digits_init"]
     if not len(init):
         return []
-    names = {k.replace(" ", "_").replace(",", ""): k for k in DIGITS_INIT}
+    names = {_variant_folder(k): k for k in DIGITS_INIT}
     preset = df[(df["study"] == "main") & (df["dataset"] == "mnist_usps") & df["method"].isin(init["method"])
                 & df["seed"].isin(init["seed"])].assign(variant=next(iter(DIGITS_INIT)))
     both = pd.concat([preset, init.assign(variant=init["variant"].map(names))])
@@ -356,6 +362,12 @@ def digits_init_section(df: pd.DataFrame) -> list[str]:
         "points), not for DMP: DMP minus source-only is "
         f"{avg[('dmp', first)] - avg[('source_only', first)]:+.1f} with it and "
         f"{avg[('dmp', last)] - avg[('source_only', last)]:+.1f} from a random initialisation.", ""], level="####")
+
+
+def _lower_pairs(part: pd.DataFrame, a: str, b: str) -> str:
+    """'k of n': on how many (task, seed) pairs method ``a`` scores below method ``b``."""
+    acc = part.pivot_table(index=["task", "seed"], columns="method", values="accuracy")[[a, b]].dropna()
+    return f"{int((acc[a] < acc[b]).sum())} of {len(acc)}"
 
 
 def _wins(wins: pd.DataFrame) -> str:
@@ -532,8 +544,10 @@ def measured_notes(df: pd.DataFrame, protos: pd.DataFrame | None = None) -> str:
             "Removing BatchNorm from the manifold layers as well steadied source-only further but made DMP collapse "
             "to chance, so the manifold layers keep it (the authors' code has it). On digits DMP "
             f"({v['dmp']:.1f}) against DMP (No DS) ({v['dmp_no_ds']:.1f}) and DMP (No AL) ({v['dmp_no_al']:.1f}): "
-            f"{_ordering(v)}; on U->M DMP minus DMP (No AL) is "
-            f"{task('dmp', 'U->M').mean() - task('dmp_no_al', 'U->M').mean():+.1f} points.")
+            f"{_ordering(v)}; DMP minus DMP (No AL) is "
+            f"{task('dmp', 'M->U').mean() - task('dmp_no_al', 'M->U').mean():+.1f} points on M->U and "
+            f"{task('dmp', 'U->M').mean() - task('dmp_no_al', 'U->M').mean():+.1f} on U->M, and DMP is lower on "
+            f"{_lower_pairs(digits, 'dmp', 'dmp_no_al')} seed pairs (task, seed).")
     grad, pix = sel("weak", "demo_gradients"), sel("weak", "demo_pixels")
     if len(grad) and len(pix):
         g = {m: _avg(x) for m, x in grad.groupby("method")}

@@ -25,7 +25,7 @@ rule demo_weights:
         SUITE.demo_weights(),
     log:
         f"{RESULTS}/logs/demo_weights.log",
-    threads: 2  # the pre-training recipe fixes its thread count (dmp/train/pretrain.py), so its file is the same everywhere
+    threads: 2  # the count the pre-training recipe fixes (dmp/train/pretrain.py)
     conda:
         ENV
     params:
