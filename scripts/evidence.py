@@ -91,7 +91,8 @@ DIGITS = [("mnist", "usps"), ("usps", "mnist")]
 # --study weak: hand-crafted features brought in as a user brings their own (identity backbone, the defaults of a
 # features dataset): the demo images' pixels and gradient histograms, and MNIST<->USPS's raw pixels as 256-d vectors
 # (the JDA protocol's features, read in place from the shared .mat file)
-WEAK = {"demo_pixels": DEMO_ALL, "demo_gradients": DEMO_ALL, "digits_pixels": DIGITS}
+WEAK = {"demo_pixels": DEMO_ALL, "demo_gradients": DEMO_ALL, "demo_bovw": DEMO_ALL, "digits_pixels": DIGITS,
+        "digits_bovw": DIGITS}
 
 
 # --study digits_init: how the digits CNN starts, for every method alike (the preset's row is the main study's runs)
@@ -108,69 +109,6 @@ def _variant_folder(name: str) -> str:
 WEAK_TASKS = [("outline", "blurry"), ("outline", "noisy"), ("solid", "noisy"), ("blurry", "solid")]
 WEAK_VARIANTS = {"paper": {}, "k=3": dict(k=3), "lambda1=1": dict(lambda1=1.0),
                  "no-manifold-BN": dict(manifold_bn=False), "p-constant": dict(intra_grad_p=False)}
-
-
-def _pixels(rgb):
-    """12 x 12 grey levels in [0, 1] (144-d): the weakest hand-crafted feature."""
-    from PIL import Image
-    import numpy as np
-    return np.asarray(Image.fromarray(rgb).convert("L").resize((12, 12), Image.BILINEAR), np.float32).ravel() / 255
-
-
-def _gradients(rgb):
-    """Histograms of gradient orientation (8 bins, magnitude-weighted, 4 x 4 cells, l2-normalised; 128-d) and a
-    4 x 4 x 4 colour histogram (64-d): a HOG-like hand-crafted feature (192-d)."""
-    import numpy as np
-    a = rgb.astype(np.float64) / 255.0
-    g = a.mean(2)
-    gx, gy = np.zeros_like(g), np.zeros_like(g)
-    gx[:, 1:-1], gy[1:-1] = g[:, 2:] - g[:, :-2], g[2:] - g[:-2]
-    mag, bins = np.hypot(gx, gy), np.minimum((np.arctan2(gy, gx) % np.pi / np.pi * 8).astype(int), 7)
-    h, w = g.shape
-    cells = [np.bincount(bins[i:i + h // 4, j:j + w // 4].ravel(), mag[i:i + h // 4, j:j + w // 4].ravel(), 8)
-             for i in range(0, h, h // 4) for j in range(0, w, w // 4)]
-    hog = np.concatenate(cells)
-    q = np.minimum((a * 4).astype(int), 3)
-    colour = np.bincount((q[..., 0] * 16 + q[..., 1] * 4 + q[..., 2]).ravel(), minlength=64) / q[..., 0].size
-    return np.concatenate([hog / (np.linalg.norm(hog) + 1e-6), colour]).astype(np.float32)
-
-
-def weak_features() -> None:
-    """Register the demo images' hand-crafted features as two features datasets (``datasets/<name>/dataset.yaml``
-    and ``.npz`` files under ``datasets/<name>/data``, both ignored by git), as a user brings their own features:
-    the stand-in for the weak hand-crafted features (SURF, raw pixels) of the shallow-DA benchmarks."""
-    import numpy as np
-    import yaml
-    from PIL import Image
-
-    from dmp.data import registry
-    from dmp.io import write_text
-    spec = registry.get_dataset("demo")
-    root = registry.data_root("demo")
-    for name, fn in (("demo_pixels", _pixels), ("demo_gradients", _gradients)):
-        folder = registry.DATASETS_DIR / name
-        domains = []
-        for d in spec.domains:
-            entries = registry.read_list(registry.list_file("demo", d.name, "full"))
-            x = np.stack([fn(np.asarray(Image.open(root / p).convert("RGB"))) for p, _ in entries])
-            (folder / "data").mkdir(parents=True, exist_ok=True)
-            np.savez(folder / "data" / f"{d.name}.npz", X=x, y=np.array([y for _, y in entries]))
-            domains.append(dict(name=d.name, short=d.short, file=f"{d.name}.npz", x_key="X", y_key="y"))
-        doc = dict(kind="features", title=f"{fn.__doc__.split(':')[0].strip()} of the demo images (evidence only)",
-                   classes=list(spec.classes), partial_classes=list(spec.partial_classes), root="data",
-                   domains=domains)
-        write_text(folder / "dataset.yaml", yaml.safe_dump(doc, sort_keys=False))
-    digits = registry.get_dataset("mnist_usps")
-    source = registry.data_root("mnist_usps")
-    if source.exists():  # the shared real data: declared in place, not copied
-        folder = registry.DATASETS_DIR / "digits_pixels"
-        folder.mkdir(parents=True, exist_ok=True)
-        doc = dict(kind="features", title="MNIST<->USPS raw 16 x 16 pixels as 256-d vectors (evidence only)",
-                   classes=list(digits.classes), root=os.path.relpath(source, folder),
-                   label_offset=digits.label_offset,
-                   domains=[dict(name=d.name, short=d.short, file=d.folder, x_key=d.x_key, y_key=d.y_key,
-                                 count=d.count) for d in digits.domains])
-        write_text(folder / "dataset.yaml", yaml.safe_dump(doc, sort_keys=False))
 
 
 def run_one(job):
@@ -645,7 +583,8 @@ def main(argv=None):
     out_root = Path(args.out)
     weights = {} if args.report_only else pretrained_weights(out_root)
     if {"weak", "weak_variants"} & set(args.study) and not args.report_only:
-        weak_features()
+        from weak_features import declare
+        declare()
     jobs = [] if args.report_only else [(study, (cfg, out_root / out)) for study in args.study
                                         for cfg, out in jobs_for(study, args.seeds, args.only, weights)]
     from tqdm import tqdm
