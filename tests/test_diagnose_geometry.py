@@ -2,21 +2,15 @@
 domains."""
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "diagnose_geometry.py"
+from scripts_module import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("diagnose_geometry", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("diagnose_geometry")
 
 
 def _run(tmp_path, hs, ys, ht, yt, batch_size=8):

@@ -2,23 +2,16 @@
 layer at the intra-class term's start, on a features dataset declared in a temporary registry."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 from data_fixtures import isolated  # noqa: F401 (fixture)
+from scripts_module import load_script
 
 from dmp.data import registry
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "diagnose_prototypes.py"
-
 
 def _script():
-    spec = importlib.util.spec_from_file_location("diagnose_prototypes", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("diagnose_prototypes")
 
 
 def _declare(separation: float, n: int = 120, dim: int = 16):

@@ -1,19 +1,12 @@
 """scripts/weak_features.py (the evidence study "weak"): the SURF-like descriptors and the bag of visual words."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "weak_features.py"
+from scripts_module import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("weak_features", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("weak_features")
 
 
 def test_surf_descriptors_are_unit_64d_and_skip_flat_windows():
