@@ -25,7 +25,6 @@ import argparse
 import concurrent.futures as cf
 import itertools
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
