@@ -122,6 +122,18 @@ def test_a_label_below_zero_is_refused(isolated, monkeypatch):
         splits.load_arrays("feats", "src")
 
 
+def test_labels_numbered_from_one_name_the_offset_to_set(isolated, monkeypatch):
+    """MATLAB files (e.g. the Office-Caltech10 SURF features) number classes from 1: the error says which
+    ``label_offset`` fixes it; labels that are merely out of range get no such hint."""
+    data = _features(isolated, monkeypatch, np.zeros((3, 4), np.float32), np.array([1, 2, 3]))
+    with pytest.raises(ValueError, match=r"span 1\.\.3, expected 0\.\.2 .*numbered from 1\? set label_offset: -1"):
+        splits.load_arrays("feats", "src")
+    np.savez(data / "src.npz", X=np.zeros((3, 4), np.float32), y=np.array([0, 1, 7]))
+    with pytest.raises(ValueError) as exc:
+        splits.load_arrays("feats", "src")
+    assert "label_offset" not in str(exc.value)
+
+
 def test_features_must_be_finite_and_of_matching_dimensions(isolated, monkeypatch):
     x = np.zeros((3, 4), np.float32)
     x[1, 2] = np.inf

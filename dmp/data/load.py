@@ -82,8 +82,10 @@ def _labels(raw, path: Path, key: str, offset: int, num_classes: int) -> np.ndar
     y = y.astype(np.int64) + offset
     out = np.flatnonzero((y < 0) | (y >= num_classes))
     if len(out):
+        hint = (f"; labels numbered from {y.min() - offset}? set label_offset: {offset - y.min()} in the dataset's "
+                "dataset.yaml" if y.min() > 0 and y.max() - y.min() < num_classes else "")
         raise ValueError(f"{path}: labels (after offset {offset}) span {y.min()}..{y.max()}, expected "
-                         f"0..{num_classes - 1} (first outside: sample {out[0]}, label {y[out[0]]})")
+                         f"0..{num_classes - 1} (first outside: sample {out[0]}, label {y[out[0]]}){hint}")
     return y
 
 
