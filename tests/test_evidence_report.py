@@ -15,7 +15,7 @@ LOCAL = ("Pre-trained small CNNs", "Seeds: ")
 
 
 def _stable(text: str) -> list[str]:
-    return [line for line in text.splitlines() if not line.startswith(LOCAL)]
+    return [line for line in text.splitlines() if line.strip() and not line.startswith(LOCAL)]
 
 
 @pytest.mark.skipif(not RUNS.exists(), reason="no committed evidence runs")
