@@ -127,9 +127,8 @@ def _lower_pairs(part: pd.DataFrame, a: str, b: str) -> str:
     lower, higher = int((diff < 0).sum()), int((diff > 0).sum())
     lo, hi = stats.t.interval(0.95, len(diff) - 1, diff.mean(), stats.sem(diff))
     p = stats.binomtest(lower, lower + higher).pvalue
-    return (f"{lower} of {len(acc)} (task, seed) pairs (paired difference {diff.mean():+.2f} points, 95 % interval "
-            f"{lo:+.2f} to "
-            f"{hi:+.2f}; sign test p = {p:.2f})")
+    return (f"{lower} of {len(acc)} (task, seed) pairs (paired difference {diff.mean():+.2f} points, 95 % t interval "
+            f"{lo:+.2f} to {hi:+.2f}, which {'includes' if lo <= 0 <= hi else 'excludes'} 0; sign test p = {p:.2f})")
 
 
 def _wins(wins: pd.DataFrame) -> str:
@@ -375,7 +374,7 @@ def measured_notes(df: pd.DataFrame, protos: pd.DataFrame | None = None, geo: pd
             f"{_ordering(v)}; DMP minus DMP (No AL) is "
             f"{task('dmp', 'M->U').mean() - task('dmp_no_al', 'M->U').mean():+.1f} points on M->U and "
             f"{task('dmp', 'U->M').mean() - task('dmp_no_al', 'U->M').mean():+.1f} on U->M, and DMP is lower on "
-            f"{_lower_pairs(digits, 'dmp', 'dmp_no_al')}: small, but not noise." + _geometry_note(geo))
+            f"{_lower_pairs(digits, 'dmp', 'dmp_no_al')}." + _geometry_note(geo))
     grad, pix = sel("weak", "demo_gradients"), sel("weak", "demo_pixels")
     if len(grad) and len(pix):
         g = {m: _avg(x) for m, x in grad.groupby("method")}
