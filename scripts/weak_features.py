@@ -65,11 +65,12 @@ def surf_descriptors(grey: np.ndarray, patch: int, stride: int, keep: float = 0.
 def bag_of_words(descriptors: list[np.ndarray], codebook) -> np.ndarray:
     """Each image's word frequencies ``[N, WORDS]`` (a histogram of its descriptors' nearest words, summing to 1;
     zeros for an image without a descriptor)."""
-    out = np.zeros((len(descriptors), codebook.n_clusters), np.float32)
-    for i, d in enumerate(descriptors):
-        if len(d):
-            out[i] = np.bincount(codebook.predict(d), minlength=codebook.n_clusters) / len(d)
-    return out
+    counts = np.array([len(d) for d in descriptors])
+    image = np.repeat(np.arange(len(descriptors)), counts)
+    words = codebook.predict(np.concatenate(descriptors)) if counts.sum() else np.zeros(0, np.int64)
+    hist = np.zeros((len(descriptors), codebook.n_clusters))
+    np.add.at(hist, (image, words), 1.0)
+    return (hist / np.maximum(counts, 1)[:, None]).astype(np.float32)
 
 
 def _codebook(descriptors: list[np.ndarray]):
