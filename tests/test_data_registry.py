@@ -188,3 +188,47 @@ def test_shared_mnist_usps_arrays(monkeypatch):
     with h5py.File(registry.data_root("mnist_usps") / "MNIST_vs_USPS.mat", "r") as f:
         row = np.asarray(f["Xs"])[0]
         assert np.allclose(xs[0, 0], row.reshape(16, 16).T) and ys[0] == int(np.asarray(f["Ys"])[0, 0]) - 1
+
+
+def test_a_broken_declaration_breaks_only_its_own_dataset(isolated, monkeypatch, capsys):
+    """Declarations load lazily: a broken ``dataset.yaml`` is named, with its one-line reason, when that dataset is
+    used and in ``data list``; every other command (the demo's config, another user dataset) works."""
+    from dmp.cli import main
+    from dmp.config import resolve
+    from dmp.data.inputs import build_task
+
+    monkeypatch.delenv("DMP_DATA_DIR")
+    _write_user_dataset(registry.DATASETS_DIR / "myfeats", "npz")
+    bad_yaml, bad_keys = registry.DATASETS_DIR / "badyaml" / "dataset.yaml", registry.DATASETS_DIR / "badkeys"
+    bad_yaml.parent.mkdir(parents=True)
+    bad_yaml.write_text("kind: features\nclasses: [a, b\n")  # unclosed flow sequence
+    bad_keys.mkdir()
+    (bad_keys / "dataset.yaml").write_text("kind: features\nclasses: [a]\n")  # no domains
+    builtin = registry.DATASETS_DIR / "demo"
+    builtin.mkdir()
+    (builtin / "dataset.yaml").write_text("kind: features\nclasses: [a]\ndomains: [{name: x, file: x.npz}]\n")
+
+    for name, where in (("badyaml", bad_yaml), ("badkeys", bad_keys / "dataset.yaml")):
+        with pytest.raises(ValueError) as err:
+            registry.get_dataset(name)
+        assert str(where) in str(err.value) and "\n" not in str(err.value) and len(str(err.value)) <= 300
+    with pytest.raises(ValueError, match="'demo' is already built in"):
+        registry.get_dataset("demo")
+    (builtin / "dataset.yaml").unlink()
+
+    x = build_task(resolve({"dataset": "myfeats", "source": "src", "target": "tgt"}))
+    assert len(x.source_train) == 12
+    with pytest.raises(SystemExit) as code:
+        main(["config", "dataset=demo", "source=solid", "target=outline"])
+    assert code.value.code == 0
+    with pytest.raises(SystemExit) as code:
+        main(["data", "list"])
+    out = capsys.readouterr().out
+    assert code.value.code == 0 and "myfeats" in out and "office31" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("badkeys"))
+    assert "BROKEN" in line and "missing or malformed key 'domains'" in line
+    assert "BROKEN" in next(ln for ln in out.splitlines() if ln.startswith("badyaml"))
+    with pytest.raises(SystemExit) as code:
+        main(["config", "dataset=badyaml", "source=a", "target=b"])
+    err = capsys.readouterr().err
+    assert code.value.code == 2 and err.startswith(f"error: {bad_yaml}") and err.count("\n") == 1

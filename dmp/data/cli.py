@@ -74,10 +74,14 @@ def main(args) -> int:
     try:
         cmd = args.data_command
         if cmd == "list":
-            specs = [registry.get_dataset(n) for n in registry.dataset_names()]
+            broken = registry.broken_declarations()
+            specs = [registry.get_dataset(n) for n in registry.dataset_names() if n not in broken]
             if args.json:
-                print(json.dumps([as_dict(s) for s in specs], indent=2))
+                print(json.dumps([as_dict(s) for s in specs]
+                                 + [{"name": n, "broken": why} for n, why in broken.items()], indent=2))
             else:
+                for n, why in broken.items():
+                    print(f"{n:18s} BROKEN   {why}")
                 for s in specs:
                     doms = ", ".join(f"{d.name} ({d.short})" for d in s.domains)
                     about = s.title + (f"; {s.release}" if s.release else "")

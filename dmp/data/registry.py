@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..io import sha256_file, write_json, write_text
@@ -30,26 +31,61 @@ class FetchError(RuntimeError):
 
 
 # ----------------------------------------------------------------------------------------------- lookup
-def _all_specs() -> dict[str, DatasetSpec]:
-    specs = {s.name: s for s in BUILTIN}
-    for yml in sorted(DATASETS_DIR.glob("*/dataset.yaml")):
+@dataclass(frozen=True)
+class BrokenDeclaration:
+    """A ``datasets/<name>/dataset.yaml`` that cannot be read: ``reason`` is its one-line error, raised (as
+    ValueError) only when the dataset is used; ``data list`` shows it."""
+    name: str
+    path: Path
+    reason: str
+
+
+def _declaration(yml: Path) -> DatasetSpec | BrokenDeclaration:
+    """The spec of one user declaration, or what is wrong with it (never raises: one bad file must not break the
+    other datasets)."""
+    try:
         spec = spec_from_yaml(yml)
-        if spec.name in specs:
-            raise ValueError(f"{yml}: dataset name {spec.name!r} is already built in")
-        specs[spec.name] = spec
+    except Exception as exc:  # noqa: BLE001 (YAML, type and value errors alike: reported when the dataset is used)
+        text = " ".join(str(exc)[:2000].split())  # an error may quote a huge value: one line, bounded
+        text = text if str(yml) in text else f"{yml}: {exc.__class__.__name__}: {text}"
+        return BrokenDeclaration(yml.parent.name, yml, text if len(text) <= 300 else text[:297] + "...")
+    if spec.name in _BUILTIN_NAMES:
+        return BrokenDeclaration(spec.name, yml, f"{yml}: dataset name {spec.name!r} is already built in (rename "
+                                                 f"the folder)")
+    return spec
+
+
+_BUILTIN_NAMES = frozenset(s.name for s in BUILTIN)
+
+
+def _all_specs() -> dict[str, DatasetSpec | BrokenDeclaration]:
+    """Every registered name: the built-in specs, then each ``datasets/<name>/dataset.yaml`` (a
+    :class:`BrokenDeclaration` where it cannot be read)."""
+    specs: dict = {s.name: s for s in BUILTIN}
+    for yml in sorted(DATASETS_DIR.glob("*/dataset.yaml")):
+        entry = _declaration(yml)
+        specs[entry.name] = entry  # a user folder named as a built-in: broken, said when that name is used
     return specs
 
 
 def dataset_names() -> list[str]:
-    """Names of all registered datasets (built-in and ``datasets/*/dataset.yaml``)."""
+    """Names of all registered datasets (built-in and ``datasets/*/dataset.yaml``, broken ones included)."""
     return list(_all_specs())
 
 
+def broken_declarations() -> dict[str, str]:
+    """``{name: one-line reason}`` of the ``dataset.yaml`` files that cannot be read."""
+    return {n: s.reason for n, s in _all_specs().items() if isinstance(s, BrokenDeclaration)}
+
+
 def get_dataset(name: str) -> DatasetSpec:
-    """The registered dataset ``name``; an unknown name raises KeyError listing the known ones."""
+    """The registered dataset ``name``; an unknown name raises KeyError listing the known ones, a broken
+    declaration ValueError with its one-line reason."""
     specs = _all_specs()
     if name not in specs:
         raise KeyError(f"unknown dataset {name!r}; known datasets: {', '.join(specs)}")
+    if isinstance(specs[name], BrokenDeclaration):
+        raise ValueError(specs[name].reason)
     return specs[name]
 
 
@@ -57,7 +93,8 @@ def releases(name: str) -> list[DatasetSpec]:
     """The other registered releases of the same dataset (the base dataset and its named variants)."""
     spec = get_dataset(name)
     base = spec.variant_of or spec.name
-    return [s for s in _all_specs().values() if s.name != name and base in (s.name, s.variant_of)]
+    return [s for s in _all_specs().values() if isinstance(s, DatasetSpec) and s.name != name
+            and base in (s.name, s.variant_of)]
 
 
 # ----------------------------------------------------------------------------------------------- layout
