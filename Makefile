@@ -1,20 +1,26 @@
 # The two commands of the README: `make demo` (the embedded CPU demo, end to end) and `make test`.
-# Both create the virtual environment .venv on first use (PyTorch 2.14.1 / torchvision 0.29.1, pinned in
-# pyproject.toml) and reuse it afterwards.
+# Both create the virtual environment .venv on first use and reuse it afterwards: the package with its test extras,
+# at the exact versions of the demo and CI (requirements/constraints.txt; pyproject.toml holds the supported ranges).
+# `make check-install` (CI): the ranges resolve on their own, without the constraints (pip --dry-run).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 CORES ?= 2
+CONSTRAINTS := requirements/constraints.txt
 
-.PHONY: demo test env clean-demo
+.PHONY: demo test env check-install clean-demo
 
 env: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e '.[test]'
 	touch $@
+
+check-install: env
+	$(PY) -m pip install --quiet --dry-run --ignore-installed -e '.[test]'
+	@echo "check-install: the constraints installed (make env) and the ranges of pyproject.toml resolve on their own"
 
 demo: env
 	$(VENV)/bin/snakemake --cores $(CORES) all --configfile config/demo.yaml
