@@ -36,7 +36,7 @@ import pytest
 from dmp.data import registry
 
 __all__ = ["isolated", "server", "internet", "build_packaging", "small_spec", "tiny_image", "PACKAGINGS",
-           "Packaging", "DEAD"]
+           "Packaging", "DEAD", "checkout_datasets_state"]
 
 DEAD = "http://127.0.0.1:9"  # a closed loopback port: connection refused at once
 
@@ -49,6 +49,22 @@ def tiny_image(seed: int, fmt: str = "JPEG") -> bytes:
     buf = io.BytesIO()
     Image.fromarray(rng.integers(0, 256, (6, 6, 3), dtype=np.uint8)).save(buf, fmt)
     return buf.getvalue()
+
+
+def checkout_datasets_state() -> dict[str, str]:
+    """``{path: sha256}`` of what a test could wrongly write into this checkout's ``datasets/``: every lock file,
+    and the committed lists and declarations of the built-in datasets (a missing file is absent from the dict).
+    ``tests/conftest.py`` compares it before and after the session."""
+    import hashlib
+
+    from dmp.data.catalog import BUILTIN
+
+    root = registry.PROJECT / "datasets"
+    paths = set(root.glob("*/lock.json"))
+    for spec in BUILTIN:
+        paths |= set((root / spec.name).glob("lists/*.txt")) | set((root / spec.name).glob("*.json"))
+    return {p.relative_to(registry.PROJECT).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(paths)}
 
 
 # ------------------------------------------------------------------------------------------------ packagings

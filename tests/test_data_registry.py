@@ -232,3 +232,45 @@ def test_a_broken_declaration_breaks_only_its_own_dataset(isolated, monkeypatch,
         main(["config", "dataset=badyaml", "source=a", "target=b"])
     err = capsys.readouterr().err
     assert code.value.code == 2 and err.startswith(f"error: {bad_yaml}") and err.count("\n") == 1
+
+
+def _committed(pattern: str):
+    return sorted((registry.PROJECT / "datasets").glob(pattern))
+
+
+def test_committed_locks_lists_and_declarations_agree_with_the_registry():
+    """A committed lock file, full list or declaration whose counts differ from the registry's declared per-domain
+    and per-class counts would refuse every real copy of the dataset (the stray Office-Home lock, written from a
+    test archive of one image per class, did)."""
+    import json
+
+    from dmp.data.verify import check_counts, per_class
+
+    for path in _committed("*/lock.json"):
+        spec = registry.get_dataset(path.parent.name)
+        lock = json.loads(path.read_text())
+        counts = lock.get("counts", {})
+        assert set(counts) <= {d.name for d in spec.domains}, path
+        for d, per in counts.items():
+            assert list(per) == list(spec.classes), f"{path}: the classes of domain {d} are not the registry's"
+        check_counts(spec, counts)  # raises naming every domain and class that differs
+        assert set(lock.get("manifest", {})) <= set(counts), path
+    for path in _committed("*/lists/*_full.txt"):
+        spec = registry.get_dataset(path.parent.parent.name)
+        domain = path.name[: -len("_full.txt")]
+        check_counts(spec, {domain: per_class(spec, registry.read_list(path, len(spec.classes)))})
+    for path in _committed("*/source.json"):
+        spec = registry.get_dataset(path.parent.name)
+        doc = json.loads(path.read_text())
+        assert doc["classes"] == list(spec.classes), path
+        assert [(d["name"], d["count"], d["class_counts"]) for d in doc["domains"]] == [
+            (d.name, d.count, list(d.class_counts) if d.class_counts else None) for d in spec.domains], path
+
+
+def test_the_lock_check_fails_on_a_lock_of_a_test_archive(tmp_path):
+    """The check above is able to fail: the counts of the stray lock (one image per Office-Home class)."""
+    from dmp.data.verify import check_counts
+
+    spec = registry.get_dataset("officehome")
+    with pytest.raises(ValueError, match=r"Art \(domain 'Art'\): 65 images, expected 2,427"):
+        check_counts(spec, {"Art": dict.fromkeys(spec.classes, 1)})
