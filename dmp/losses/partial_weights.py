@@ -1,0 +1,26 @@
+"""Class weights of the partial-DA comparison methods: PADA (Cao, Ma, Long, Wang, ECCV 2018)."""
+from __future__ import annotations
+
+import torch
+
+
+def pada_class_weights(probs: torch.Tensor) -> torch.Tensor:
+    r"""PADA's class weights (ECCV 2018, Sec. "Partial Adversarial Domain Adaptation": the class weight and its normalisation by the maximum): the average target prediction
+    over the target set, normalised by its largest entry,
+
+    .. math:: \gamma = \frac{1}{n_t} \sum_{j=1}^{n_t} \hat y^t_j, \qquad \gamma \leftarrow \gamma / \max(\gamma),
+
+    so the most predicted class weighs 1 and classes absent from the target (outlier classes) get small weights.
+
+    Args:
+        probs: ``[n_t, c]`` softmax predictions over the target set, or their mean ``[c]``.
+    Returns:
+        ``[c]`` float32 weights in ``[0, 1]`` with maximum 1 (uniform ones when every prediction is zero).
+    """
+    g = probs.detach().double()
+    g = g.mean(0) if g.dim() == 2 else g
+    g = g.clamp_min(0)
+    top = g.max()
+    if not torch.isfinite(top) or top <= 0:
+        return torch.ones_like(g, dtype=torch.float32)
+    return (g / top).float()
