@@ -399,11 +399,12 @@ def _data_version(registry, dataset: str) -> str:
 
 def table_config_json(config: dict, table: str) -> str:
     """The part of a suite config that ``python -m dmp.tables build TABLE`` needs, as JSON (a rule parameter:
-    the table is rebuilt when it changes)."""
+    the table is rebuilt when it changes).  The config's key order is kept: it is the order of the table's blocks and
+    rows (``python -m dmp.tables build --config`` reads the same YAML in the same order)."""
     keys = ("results", "seeds", "class_labels")
     part = {k: config[k] for k in keys if k in config}
     part["tables"] = {table: config["tables"][table]}
-    return json.dumps(part, sort_keys=True, separators=(",", ":"))
+    return json.dumps(part, separators=(",", ":"))
 
 
 def yaml_value(value) -> str:

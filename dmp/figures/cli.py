@@ -36,7 +36,9 @@ def figure_config(config: dict, name: str) -> dict:
 
 
 def figure_config_json(config: dict, name: str) -> str:
-    return json.dumps(figure_config(config, name), sort_keys=True, separators=(",", ":"))
+    """``figure_config`` as JSON, in the config's key order (the order of the figure's panels and series, as
+    ``dmp figures build --config`` reads it)."""
+    return json.dumps(figure_config(config, name), separators=(",", ":"))
 
 
 def build(config: dict, name: str, results: str | None = None, out: str | None = None):
