@@ -34,6 +34,13 @@ def user_config(args) -> dict:
 
 
 def _train(args):
+    from .train.devices import gpu_slot
+
+    with gpu_slot():  # one GPU per job on a multi-GPU machine (DMP_GPU_SLOTS), before anything initialises CUDA
+        _train_on_device(args)
+
+
+def _train_on_device(args):
     from .config import ConfigError
     from .train import train
 

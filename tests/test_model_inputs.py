@@ -28,7 +28,7 @@ def test_pretrained_resnet_without_network_fails_clearly(monkeypatch, tmp_path):
 
     def offline(*a, **k):
         raise urllib.error.URLError("no network")
-    monkeypatch.setattr(torch.hub, "load_state_dict_from_url", offline)
+    monkeypatch.setattr(torch.hub, "download_url_to_file", offline)
     with pytest.raises(WeightsUnavailableError) as err:
         build_backbone("resnet50", pretrained=True)
     msg = str(err.value)

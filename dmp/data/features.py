@@ -60,7 +60,8 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
                         "x_key": "X", "y_key": "y"})
     meta = {"source_dataset": name, "source_version": registry.dataset_version(name), "split": split,
             "backbone": backbone, "feature_dim": int(dim), "pretrained": bool(pretrained),
-            "weights_path": weights_path, "weights_sha256": sha256_file(Path(weights_path)) if weights_path else None,
+            "weights_path": weights_path, "weights_file": str(model.weights_file) if model.weights_file else None,
+            "weights_sha256": sha256_file(model.weights_file) if model.weights_file else None,
             "transform": repr(transform), "torch": str(torch.__version__)}
     doc = {"kind": "features", "title": f"{backbone} features of {name} ({split})", "classes": list(spec.classes),
            "partial_classes": list(spec.partial_classes), "domains": domains,
