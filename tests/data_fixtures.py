@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import io
 import re
 import ssl
@@ -41,6 +42,7 @@ __all__ = ["isolated", "server", "internet", "build_packaging", "small_spec", "t
 DEAD = "http://127.0.0.1:9"  # a closed loopback port: connection refused at once
 
 
+@functools.lru_cache(maxsize=None)
 def tiny_image(seed: int, fmt: str = "JPEG") -> bytes:
     """A valid 6x6 image file (JPEG or PNG) of colours drawn from ``seed``."""
     from PIL import Image
@@ -121,12 +123,13 @@ def _clef_lists(folder: str, d: str, items) -> bytes:
 
 def build_packaging(name: str, packaging: str, dest: Path, per_class: int = 2, *, skip_class: str | None = None,
                     corrupt: str | None = None, changed: str | None = None, domains=None, extra_class: int = 0,
-                    p_duplicates: int = 2, padding: int = 0) -> list[Path]:
+                    p_duplicates: int = 2, padding: int = 0, totals: dict | None = None) -> list[Path]:
     """Write the archive(s) of ``packaging`` of dataset ``name`` into ``dest`` in their real layout, with
     ``per_class`` images per class and domain (``+ extra_class``). ``skip_class``: leave that class out;
     ``corrupt``: a domain whose first image is garbage; ``changed``: a domain whose first image has other bytes
     (same name). ImageCLEF: ``list/<d>List.txt`` with its quirks, ``p_duplicates`` p images listed twice.
-    ``padding``: bytes of a macOS resource-fork member (``__MACOSX/``, skipped by the fetch) to make it larger."""
+    ``padding``: bytes of a macOS resource-fork member (``__MACOSX/``, skipped by the fetch) to make it larger.
+    ``totals``: {domain: images} instead of ``per_class`` (spread over the classes, the first ones one more)."""
     spec = registry.get_dataset(name)
     out = []
     for pk in PACKAGINGS[name][packaging]:
@@ -139,7 +142,9 @@ def build_packaging(name: str, packaging: str, dest: Path, per_class: int = 2, *
             for label, cls in enumerate(spec.classes):
                 if cls == skip_class:
                     continue
-                for i in range(per_class + extra_class):
+                n = per_class if totals is None else totals[d] // len(spec.classes) + (
+                    label < totals[d] % len(spec.classes))
+                for i in range(n + extra_class):
                     fname, fmt = _file_name(name, d, cls, label, i)
                     data = tiny_image(zlib.crc32(f"{name}/{d}/{cls}/{i}".encode()), fmt)
                     if first and corrupt == d:

@@ -386,3 +386,38 @@ def test_require_dataset_message(isolated):
     assert str(registry.download_dir("officehome")) in msg
     with pytest.raises(registry.DatasetMissingError, match="prepare officehome"):
         registry.list_file("officehome", "Art", "partial")
+
+
+OFFICEHOME_TOTALS = {"Art": 2427, "Clipart": 4365, "Product": 4439, "Real_World": 4357}
+
+
+@pytest.mark.slow
+def test_officehome_real_packagings_at_the_real_counts(isolated, tmp_path):
+    """The registry's own Office-Home entry (not scaled): OfficeHomeDataset_10072016.zip (``Real World``, with a
+    space) and OfficeHome.zip (``RealWorld``) built at the published per-domain counts, 15,588 images, fetched on
+    a temporary copy of what the checkout commits for Office-Home (as a fresh clone would). The first fetch writes
+    the lock (into that copy); the other packaging then verifies against it and gives the same lists."""
+    shutil.copytree(registry.PROJECT / "datasets" / "officehome", registry.dataset_dir("officehome"),
+                    ignore=shutil.ignore_patterns("data", "downloads"))
+    spec = registry.get_dataset("officehome")
+    assert {d.name: d.count for d in spec.domains} == OFFICEHOME_TOTALS
+    lists = {}
+    for packaging in ("original", "wjdcloud"):
+        shutil.rmtree(registry.data_root("officehome"), ignore_errors=True)
+        shutil.rmtree(registry.download_dir("officehome"), ignore_errors=True)
+        (arc,) = build_packaging("officehome", packaging, registry.download_dir("officehome"),
+                                 totals=OFFICEHOME_TOTALS)
+        with __import__("zipfile").ZipFile(arc) as zf:
+            top = {n.split("/")[1] for n in zf.namelist() if n.count("/") > 1}
+        assert ("Real World" if packaging == "original" else "RealWorld") in top
+        root = fetch.fetch("officehome", progress=False)
+        splits.prepare("officehome", ["full", "partial"])
+        lists[packaging] = {p.name: p.read_text() for p in sorted(registry.lists_dir("officehome").glob("*.txt"))}
+        assert {d: len(splits.read_list(registry.list_file("officehome", d))) for d in OFFICEHOME_TOTALS} == \
+            OFFICEHOME_TOTALS
+        assert (root / "Real_World").is_dir()
+    lock = registry.read_lock("officehome")
+    assert set(lock["archives"]) == {"OfficeHomeDataset_10072016.zip", "OfficeHome.zip"}
+    assert {d: sum(c.values()) for d, c in lock["counts"].items()} == OFFICEHOME_TOTALS
+    assert lists["original"] == lists["wjdcloud"]
+    assert sum(verify.verify("officehome", progress=False)["Real_World"].values()) == 4357
