@@ -292,7 +292,8 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
     """Merge defaults, the paper preset and the user's values; validate; return the full config."""
     unknown = sorted(set(user) - set(PARAMS))
     if unknown:
-        raise ConfigError(f"unknown config key(s): {', '.join(unknown)} (see python -m dmp config --show)")
+        raise ConfigError(f"unknown config key(s): {', '.join(k + did_you_mean(k, PARAMS) for k in unknown)} "
+                          f"(see dmp config --show)")
     cfg = defaults()
     preset_name = user.get("preset", cfg["preset"])
     if preset_name == "auto":
@@ -345,18 +346,22 @@ def describe() -> str:
     return "\n".join(f"{k:<{width}}  {p.default!r:<14}  {p.help}" for k, p in PARAMS.items())
 
 
+def did_you_mean(key, known) -> str:
+    """`` (did you mean 'x'?)`` with the known key closest to a misspelled ``key``, or nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(str(key), list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def check_values(values: dict[str, Any], where: str) -> None:
     """Validate ``values``, a part of a run config written elsewhere than the command line (the Snakemake suite's
     ``train:`` or an ``overrides[i].set``), key by key against :data:`PARAMS`; errors name ``<where>.<key>``."""
-    import difflib
-
     if not isinstance(values, dict):
         raise ConfigError(f"{where} must be a mapping of key: value, got {values!r}")
     for key, value in values.items():
         if key not in PARAMS:
-            close = difflib.get_close_matches(str(key), PARAMS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"{where}.{key}: unknown config key{hint}; see python -m dmp config --show")
+            raise ConfigError(f"{where}.{key}: unknown config key{did_you_mean(key, PARAMS)}; see dmp config --show")
         try:  # the key alone on the defaults: the same coercions and checks as a run's config
             resolve({"dataset": "-", "source": "-", "target": "-", "preset": "none", key: value})
         except ConfigError:
