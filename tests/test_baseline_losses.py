@@ -62,10 +62,31 @@ def test_discriminator_gradient_reaches_features_reversed():
 
 def test_discriminator_architecture():
     d = DomainDiscriminator(512)
-    linears = [m for m in d if isinstance(m, torch.nn.Linear)]
+    linears = [m for m in d.modules() if isinstance(m, torch.nn.Linear)]
     assert [(m.in_features, m.out_features) for m in linears] == [(512, 1024), (1024, 1024), (1024, 1)]
-    assert [m.p for m in d if isinstance(m, torch.nn.Dropout)] == [0.5, 0.5]
+    assert d.dropout == 0.5
     assert all(float(m.bias.detach().abs().sum()) == 0 for m in linears)
+
+
+def test_discriminator_dropout_against_hand_and_reproducible_by_generator():
+    torch.manual_seed(0)
+    d = DomainDiscriminator(3, hidden=4, dropout=0.5)
+    x = torch.randn(5, 3)
+    d.eval()
+    W1, W2, W3 = (_np(m.weight) for m in (d.hidden[0], d.hidden[1], d.out))
+    b3 = _np(d.out.bias)
+    relu = lambda z: np.maximum(z, 0)  # noqa: E731
+    np.testing.assert_allclose(_np(d(x)), relu(relu(_np(x) @ W1.T) @ W2.T) @ W3.T + b3, rtol=1e-5, atol=1e-6)
+    d.train()
+    a = d(x, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(a, d(x, generator=torch.Generator().manual_seed(1)))
+    assert not torch.equal(a, d(x, generator=torch.Generator().manual_seed(2)))
+    # the masks are those of the generator's uniforms: kept units scaled by 1 / (1 - p) = 2
+    g = torch.Generator().manual_seed(1)
+    m1 = (torch.rand(5, 4, generator=g) >= 0.5).double().numpy() * 2
+    m2 = (torch.rand(5, 4, generator=g) >= 0.5).double().numpy() * 2
+    np.testing.assert_allclose(_np(a), (relu(relu(_np(x) @ W1.T) * m1 @ W2.T) * m2) @ W3.T + b3, rtol=1e-5,
+                               atol=1e-6)
 
 
 # -- the domain loss -----------------------------------------------------------------------------------
@@ -80,7 +101,7 @@ def test_domain_loss_is_finite_for_saturated_logits():
     d = torch.tensor([200.0, -200.0], requires_grad=True)
     loss = domain_adversarial_loss(d[:1], d[1:])        # a perfect discriminator: loss ~ 0
     loss.backward()
-    assert torch.isfinite(loss) and torch.isfinite(d.grad).all() and float(loss) < 1e-6
+    assert torch.isfinite(loss) and torch.isfinite(d.grad).all() and float(loss.detach()) < 1e-6
     wrong = domain_adversarial_loss(torch.tensor([-200.0]), torch.tensor([200.0]))
     assert float(wrong) == pytest.approx(200.0)           # log(1 + e^200) without overflow
 

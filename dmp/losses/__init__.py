@@ -1,6 +1,6 @@
 """The discriminative losses of DMP, one small module each (rows of every feature matrix are samples)."""
 from .adversarial import (DomainDiscriminator, RandomizedMultilinearMap, domain_adversarial_loss, entropy_weights,
-                          grad_reverse, grl_coefficient, multilinear_map, use_randomized_map)
+                          grad_reverse, grl_coefficient, multilinear_map, step_generator, use_randomized_map)
 from .bsp import bsp_loss
 from .entropy import entropy_loss
 from .feature_norm import hafn_loss, safn_loss
@@ -12,4 +12,4 @@ __all__ = ["batch_class_means", "entropy_loss", "inter_class_loss", "intra_class
            # the comparison methods (dmp/methods/)
            "DomainDiscriminator", "RandomizedMultilinearMap", "bsp_loss", "domain_adversarial_loss", "entropy_weights",
            "grad_reverse", "grl_coefficient", "hafn_loss", "multilinear_map", "pada_class_weights", "safn_loss",
-           "use_randomized_map"]
+           "step_generator", "use_randomized_map"]

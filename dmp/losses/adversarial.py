@@ -43,20 +43,39 @@ def grad_reverse(x: torch.Tensor, coeff: float) -> torch.Tensor:
     return _GradientReversal.apply(x, float(coeff))
 
 
-class DomainDiscriminator(nn.Sequential):
-    """The domain classifier of DANN's Office experiments (JMLR 2016: ``x -> 1024 -> 1024 -> 1``)
-    as in the CDAN/PADA/BSP official code (``AdversarialNetwork``): Linear -> ReLU -> Dropout(0.5), twice, then a
-    linear unit (a logit here; the code's sigmoid sits in :func:`domain_adversarial_loss`). Weights are
-    Xavier-normal and biases zero, as that code's ``init_weights``."""
+class DomainDiscriminator(nn.Module):
+    """The domain classifier of DANN's Office experiments (JMLR 2016: ``x -> 1024 -> 1024 -> 1``) as in the
+    CDAN/PADA/BSP official code (``AdversarialNetwork``): Linear -> ReLU -> Dropout(0.5), twice, then a linear unit
+    (a logit here; the code's sigmoid sits in :func:`domain_adversarial_loss`). Weights are Xavier-normal and
+    biases zero, as that code's ``init_weights``.
+
+    The dropout masks are drawn from ``generator`` when one is given (the methods pass one seeded by the run's seed
+    and the iteration, so a resumed run draws the same masks as an uninterrupted one without saving the global
+    random state); otherwise from the global generator, as ``nn.Dropout``."""
 
     def __init__(self, in_dim: int, hidden: int = 1024, dropout: float = 0.5):
-        super().__init__(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Dropout(dropout),
-                         nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout),
-                         nn.Linear(hidden, 1))
+        super().__init__()
+        self.hidden = nn.ModuleList([nn.Linear(in_dim, hidden), nn.Linear(hidden, hidden)])
+        self.out = nn.Linear(hidden, 1)
+        self.dropout = float(dropout)
         for m in self.modules():
             if isinstance(m, nn.Linear):
                 nn.init.xavier_normal_(m.weight)
                 nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        p = self.dropout
+        for layer in self.hidden:
+            x = torch.relu(layer(x))
+            if self.training and p > 0:
+                keep = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype) >= p
+                x = x * keep / (1.0 - p)
+        return self.out(x)
+
+
+def step_generator(seed: int, iteration: int, device) -> torch.Generator:
+    """A random generator that depends only on (seed, iteration), on ``device``: the same after a resume."""
+    return torch.Generator(device=device).manual_seed(int(seed) * 1_000_003 + int(iteration) + 7)
 
 
 def domain_adversarial_loss(d_s: torch.Tensor, d_t: torch.Tensor, weight_s: torch.Tensor | None = None,

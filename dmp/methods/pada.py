@@ -1,0 +1,49 @@
+"""PADA (Cao, Ma, Long, Wang, "Partial Adversarial Domain Adaptation", ECCV 2018).
+
+Class weights ``gamma = mean target softmax over the target set / its max``, refreshed with the loop's periodic
+target pass (``mean_prediction``; uniform ones until the first refresh), weight the source cross-entropy and the
+source rows of DANN's domain loss:
+``L = (1/n_s) sum_i gamma_{y_i} CE_i + dann_trade_off * L_d(gamma_{y_i} on the source rows, 1 on the target rows)``.
+Every choice and its source: docs/method.md, "Comparison methods".
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .. import losses
+from . import register
+from .base import Needs, StepContext
+from .dann import DANN, adversarial_term
+
+
+@register
+class PADA(DANN):
+    name = "pada"
+    label = "PADA"
+    paper = "Cao, Ma, Long, Wang, ECCV 2018 (code: github.com/thuml/PADA pytorch/src/train_pada.py)"
+    params = {}
+    uses = tuple(DANN.params)
+    terms = ("ce_weighted", "transfer")
+    mean_prediction = True
+
+    def needs(self, cfg):
+        return Needs("loss", anchors=False, mean_prediction=True)
+
+    @staticmethod
+    def class_weights(ctx: StepContext) -> torch.Tensor:
+        if ctx.mean_prediction is None:
+            return torch.ones(ctx.num_classes, device=ctx.device)
+        return losses.pada_class_weights(ctx.mean_prediction).to(ctx.device)
+
+    def losses(self, ctx: StepContext):
+        gamma = self.class_weights(ctx)
+        w_s = gamma[ctx.y_s]
+        ce = (F.cross_entropy(ctx.logits_s, ctx.y_s, reduction="none") * w_s).mean()
+        return {"ce_weighted": ce,
+                "transfer": adversarial_term(ctx, ctx.modules["discriminator"], ctx.feats_s[-1], ctx.feats_t[-1],
+                                             weight_s=w_s)}
+
+    def total(self, ce, terms, ctx):
+        # PADA's objective replaces the plain source cross-entropy (still logged as ``ce``) by the weighted one
+        return terms["ce_weighted"] + ctx.cfg["dann_trade_off"] * terms["transfer"]
