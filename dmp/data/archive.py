@@ -58,14 +58,25 @@ def _junk(parts) -> bool:
     return any(p == "__MACOSX" for p in parts) or (parts and parts[-1].startswith("._"))
 
 
-def _members(path: Path, handle) -> list[_Member]:
+def _too_many(path: Path, limit: int) -> FetchError:
+    return FetchError(f"{path} has more than {limit:,} members, more than the dataset's images allow: not the "
+                      f"expected archive (refused before extraction)")
+
+
+def _members(path: Path, handle, max_members: int | None = None) -> list[_Member]:
+    """The archive's members; more than ``max_members`` is refused as soon as it is seen (a tar is read member by
+    member, so an archive of millions of empty members is not listed in full)."""
     out = []
     if isinstance(handle, tarfile.TarFile):
-        for m in handle.getmembers():
+        for m in handle:
+            if max_members and len(out) >= max_members:
+                raise _too_many(path, max_members)
             kind = ("file" if m.isfile() else "dir" if m.isdir() else "symlink" if m.issym()
                     else "hardlink" if m.islnk() else "special")
             out.append(_Member(m.name, kind, m.size if m.isfile() else 0, m.linkname, m))
     else:
+        if max_members and len(handle.infolist()) > max_members:
+            raise _too_many(path, max_members)
         for info in handle.infolist():
             mode = info.external_attr >> 16
             if info.is_dir():
@@ -92,9 +103,11 @@ def _link_target(m: _Member, parts) -> tuple[str, ...]:
     return tuple(p for p in norm.split("/") if p not in ("", "."))
 
 
-def extract(path: Path, into: Path, *, max_bytes: int | None = None, progress: bool = True) -> None:
+def extract(path: Path, into: Path, *, max_bytes: int | None = None, max_members: int | None = None,
+            progress: bool = True) -> None:
     """Extract the tar or zip archive ``path`` into ``into`` (see the module docstring for what is refused).
-    ``max_bytes`` bounds the total size of the extracted files. A damaged archive raises FetchError naming the
+    ``max_bytes`` bounds the total size of the extracted files, ``max_members`` the number of members (files,
+    folders and links), both checked before anything is written. A damaged archive raises FetchError naming the
     archive and the member."""
     path, into = Path(path), Path(into)
     current = "(header)"
@@ -106,7 +119,7 @@ def extract(path: Path, into: Path, *, max_bytes: int | None = None, progress: b
         else:
             raise FetchError(f"{path} is not a tar or zip archive (truncated or corrupt?)")
         with handle:
-            members = _members(path, handle)
+            members = _members(path, handle, max_members)
             plan, links, total = [], [], 0
             for m in members:
                 parts = _parts(m.name)
@@ -160,10 +173,13 @@ def _dirs(tree: Path) -> list[Path]:
 
 
 def _class_dir(spec: DatasetSpec, folder: Path) -> Path | None:
-    """``folder`` (or its ``images/``) if it holds at least half of the dataset's class folders."""
+    """``folder`` (or its ``images/``) if it holds at least half of the dataset's class folders (classes not known
+    yet, read from the folders: if one of its folders holds images)."""
     for cand in (folder, folder / "images"):
         if cand.is_dir():
             names = {p.name for p in cand.iterdir() if p.is_dir()}
+            if not spec.classes and spec.classes_from and any(_has_images(cand / n) for n in names):
+                return cand
             if len(names & set(spec.classes)) >= max(1, len(spec.classes) // 2):
                 return cand
     return None
@@ -187,7 +203,8 @@ def locate(spec: DatasetSpec, domains: list[Domain], tree: Path, partial: bool =
         for p in dirs:
             if folder_key(p.name) not in _keys(d):
                 continue
-            hit = _class_dir(spec, p) if spec.layout == "class_folders" else (p if _has_images(p) else None)
+            hit = _class_dir(spec, p) if spec.layout == "class_folders" else (
+                p if _has_images(p) or spec.list_paths == "root" else None)  # root-relative lists: any layout
             if hit is not None:
                 found[d.name] = hit
                 break

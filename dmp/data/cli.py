@@ -75,7 +75,12 @@ def main(args) -> int:
         cmd = args.data_command
         if cmd == "list":
             broken = registry.broken_declarations()
-            specs = [registry.get_dataset(n) for n in registry.dataset_names() if n not in broken]
+            specs = []
+            for n in registry.dataset_names():
+                try:  # a user dataset whose classes are read from its data may fail only now
+                    specs += [] if n in broken else [registry.get_dataset(n)]
+                except ValueError as exc:
+                    broken[n] = str(exc)
             if args.json:
                 print(json.dumps([as_dict(s) for s in specs]
                                  + [{"name": n, "broken": why} for n, why in broken.items()], indent=2))
@@ -85,10 +90,18 @@ def main(args) -> int:
                 for s in specs:
                     doms = ", ".join(f"{d.name} ({d.short})" for d in s.domains)
                     about = s.title + (f"; {s.release}" if s.release else "")
-                    print(f"{s.name:18s} {s.kind:8s} {len(s.classes):3d} classes  {doms}  [{about}]")
+                    classes = (f"{len(s.classes):3d} classes" if s.classes or not s.classes_from
+                               else f"classes from its {s.classes_from} (data not in place)")
+                    print(f"{s.name:18s} {s.kind:8s} {classes}  {doms}  [{about}]")
         elif cmd == "fetch":
             root = fetch.fetch(args.name, verify_images=args.verify_images, retries=args.retries,
                                timeout=args.timeout, deadline=args.deadline, max_size=args.max_size)
+            spec = registry.get_dataset(args.name)
+            lists = registry.lists_dir(args.name)
+            if ((registry.dataset_dir(args.name) / "dataset.yaml").is_file() and spec.kind == "images"
+                    and not all((lists / f"{d.name}_full.txt").is_file() for d in spec.domains)):
+                written = splits.prepare(args.name)  # a user image dataset's first fetch: its lists, once
+                print(f"{args.name}: wrote {len(written)} lists under {lists}")
             print(f"{args.name}: ready in {root}")
         elif cmd == "verify":
             counts = verify.verify(args.name, verify_images=args.verify_images)

@@ -76,6 +76,16 @@ def _candidates(spec: DatasetSpec, dl: Path) -> list[tuple[Archive, bool]]:
     return present + [(a, False) for a in spec.archives if a.urls and a.filename not in seen]
 
 
+MAX_MEMBERS = 2_000_000  # members of an archive whose domains' counts are neither declared nor locked
+
+
+def member_limit(spec: DatasetSpec, archive: Archive, lock: dict) -> int:
+    """Members an archive may have: twice the images of its domains (declared, else locked at the first fetch)
+    plus 10,000 for folders and extras; :data:`MAX_MEMBERS` where a count is unknown."""
+    counts = [spec.domain(d).count or sum(lock["counts"].get(d, {}).values()) or None for d in archive.domains]
+    return MAX_MEMBERS if None in counts else 2 * sum(counts) + 10_000
+
+
 def _try_archive(spec, archive, placed, needed, staging, lock, opts, origins, n):
     """Get, extract, locate and verify one archive's ``needed`` domains in ``staging``. Returns
     ``(counts, manifests, lock entry)``; raises FetchError/ValueError (nothing of it left in staging)."""
@@ -97,7 +107,8 @@ def _try_archive(spec, archive, placed, needed, staging, lock, opts, origins, n)
     tree = staging / f".extract-{n}"
     moved = []
     try:
-        extract(path, tree, max_bytes=4 * limit if limit else None, progress=opts["progress"])
+        extract(path, tree, max_bytes=4 * limit if limit else None, max_members=member_limit(spec, archive, lock),
+                progress=opts["progress"])
         doms = [spec.domain(d) for d in archive.domains if d in needed]
         found = locate(spec, doms, tree, partial=placed and not archive.urls)  # unknown content: what it has
         for dname, src in found.items():
@@ -189,7 +200,8 @@ def fetch(name: str, *, verify_images: bool = False, retries: int = 3, timeout: 
         verify(name)
         return root
     opts = dict(verify_images=verify_images, retries=retries, timeout=timeout, max_size=max_size,
-                progress=progress, deadline=deadline or 3600 + 2 * max(a.size or 0 for a in spec.archives) / 256e3)
+                progress=progress,
+                deadline=deadline or 3600 + 2 * max((a.size or 0 for a in spec.archives), default=0) / 256e3)
     with _exclusive(root):
         lock = registry.read_lock(name)
         needed = [d.name for d in spec.domains if not (root / d.folder).exists()]

@@ -278,13 +278,19 @@ def build_task(cfg) -> Task:
         root = registry.require_dataset(spec.name)   # clear "how to get it" error when missing
         train_tf = image_transforms(True, cfg["resize"], cfg["crop"])
         test_tf = image_transforms(False, cfg["resize"], cfg["crop"])
-        small = spec.name == "demo"
+        small = spec.name == "demo" or spec.cache_images
         lists = {k: registry.list_file(spec.name, *k) for k in (src, tgt)}
 
         def images(domain_split, tf):
             return ImageListDataset(root, lists[domain_split], tf, cache=small, num_classes=len(classes))
         return Task(images(src, train_tf), images(src, test_tf), images(tgt, train_tf), images(tgt, test_tf),
                     classes, 3, None, version)
+    from ..config import PARAMS
+    for key in ("resize", "crop"):  # the image pipeline's keys do nothing here: refused, never ignored
+        if cfg[key] != PARAMS[key].default:
+            raise ValueError(f"config key {key!r} = {cfg[key]}: dataset {spec.name} is of kind {spec.kind!r}, read at "
+                             f"its stored size; resize, crop and the ImageNet normalisation apply to image datasets "
+                             f"(drop {key}; scaling of arrays: sample_norm / standardize)")
     xs, ys = load_arrays(spec.name, *src)
     xt, yt = load_arrays(spec.name, *tgt)
     if xs.shape[1:] != xt.shape[1:]:

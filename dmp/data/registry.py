@@ -7,6 +7,7 @@ Committed per dataset in ``datasets/<name>/``: ``lists/<domain>_<split>.txt`` (`
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -62,7 +63,7 @@ def _all_specs() -> dict[str, DatasetSpec | BrokenDeclaration]:
     """Every registered name: the built-in specs, then each ``datasets/<name>/dataset.yaml`` (a
     :class:`BrokenDeclaration` where it cannot be read)."""
     specs: dict = {s.name: s for s in BUILTIN}
-    for yml in sorted(DATASETS_DIR.glob("*/dataset.yaml")):
+    for yml in (y for folder in reversed(declaration_dirs()) for y in sorted(folder.glob("*/dataset.yaml"))):
         entry = _declaration(yml)
         specs[entry.name] = entry  # a user folder named as a built-in: broken, said when that name is used
     return specs
@@ -86,7 +87,11 @@ def get_dataset(name: str) -> DatasetSpec:
         raise KeyError(f"unknown dataset {name!r}; known datasets: {', '.join(specs)}")
     if isinstance(specs[name], BrokenDeclaration):
         raise ValueError(specs[name].reason)
-    return specs[name]
+    spec = specs[name]
+    if spec.classes_from and not spec.classes:  # a user image dataset's classes, read from its data once in place
+        from .load import data_classes
+        spec = dataclasses.replace(spec, classes=data_classes(spec, _root(spec)))
+    return spec
 
 
 def releases(name: str) -> list[DatasetSpec]:
@@ -98,21 +103,37 @@ def releases(name: str) -> list[DatasetSpec]:
 
 
 # ----------------------------------------------------------------------------------------------- layout
+def declaration_dirs() -> list[Path]:
+    """The folders holding user declarations ``<name>/dataset.yaml``, first match wins: those named in
+    DMP_DATASETS_DIR (separated by ``os.pathsep``; a lab's datasets kept outside the checkout), then the project's
+    ``datasets/``."""
+    extra = os.environ.get("DMP_DATASETS_DIR", "")
+    return [*(Path(p).expanduser().resolve() for p in extra.split(os.pathsep) if p), DATASETS_DIR]
+
+
 def dataset_dir(name: str) -> Path:
-    """The committed folder of a dataset: ``datasets/<name>`` (lists, lock file, declarations)."""
-    return DATASETS_DIR / name
+    """The committed folder of a dataset (lists, lock file, declarations): ``datasets/<name>`` for a built-in, the
+    folder of its ``dataset.yaml`` for a user dataset; a new one (extract-features) goes into the first of
+    :func:`declaration_dirs`."""
+    if name in _BUILTIN_NAMES:
+        return DATASETS_DIR / name
+    dirs = declaration_dirs()
+    return next((d / name for d in dirs if (d / name / "dataset.yaml").is_file()), dirs[0] / name)
 
 
 def data_root(name: str) -> Path:
     """Where the dataset's files live: ``$DMP_DATA_DIR/<name>`` if DMP_DATA_DIR is set, else the entry's
     ``default_root`` (relative to the project) if it has one, else ``datasets/<name>/data``."""
-    spec = get_dataset(name)
+    return _root(get_dataset(name))
+
+
+def _root(spec: DatasetSpec) -> Path:
     env = os.environ.get("DMP_DATA_DIR")
     if env:
-        return Path(env).expanduser().resolve() / name
+        return Path(env).expanduser().resolve() / spec.name
     if spec.default_root:
         return (PROJECT / spec.default_root).resolve()
-    return dataset_dir(name) / "data"
+    return dataset_dir(spec.name) / "data"
 
 
 def download_dir(name: str) -> Path:

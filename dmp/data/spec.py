@@ -71,8 +71,13 @@ class DatasetSpec:
     """A registered dataset. ``kind``: "images" (image files + committed lists), "features" (per-domain feature
     files) or "arrays" (small images stored as arrays). ``layout`` (images): "class_folders"
     (``<domain folder>/<class>/<image>``) or "list_files" (labels read from ``label_lists``: ``(domain, path)``
-    relative to the root, lines ``path label``). ``splits``: the lists ``prepare`` writes. ``variant_of``: the
-    dataset this one is another release of; ``release`` names the release (shown in errors and ``data list``)."""
+    relative to the root, lines ``path label``; ``list_paths``: "in_folder" = each path's file name inside the flat
+    domain folder, as ImageCLEF's lists need, or "root" = relative to the data root, as Transfer-Learning-Library's
+    lists are). ``splits``: the lists ``prepare`` writes. ``variant_of``: the dataset this one is another release
+    of; ``release`` names the release (shown in errors and ``data list``). ``classes_from`` (user image datasets
+    whose dataset.yaml lists no classes): "folders" (the sorted class folder names) or "lists" (each label's
+    folder in the label lists), read from the data by :func:`dmp.data.registry.get_dataset`. ``cache_images``:
+    keep the decoded, resized images in memory during a run (small datasets)."""
     name: str
     kind: str
     domains: tuple[Domain, ...]
@@ -93,6 +98,9 @@ class DatasetSpec:
     meta: tuple[tuple[str, str], ...] = ()
     release: str = ""
     variant_of: str | None = None
+    classes_from: str = ""
+    list_paths: str = "in_folder"
+    cache_images: bool = False
 
     def domain(self, name: str) -> Domain:
         """The domain called ``name`` (config id) or with paper letter ``name``."""
@@ -109,30 +117,173 @@ class DatasetSpec:
         return None if None in counts else sum(counts)
 
 
+_COMMON_KEYS = ("kind", "title", "classes", "domains", "root", "partial_classes", "meta")
+_KIND_KEYS = {
+    "features": ("label_offset", "sample_shape"),
+    "arrays": ("label_offset", "sample_shape"),
+    "images": ("layout", "homepage", "splits", "cache", "images_per_class", "archives"),
+}
+_DOMAIN_KEYS = {"features": ("name", "short", "file", "count", "x_key", "y_key"),
+                "images": ("name", "short", "folder", "count", "aliases", "lists")}
+_DOMAIN_KEYS["arrays"] = _DOMAIN_KEYS["features"]
+_ARCHIVE_KEYS = ("file", "urls", "domains", "sha256", "size", "manual_urls", "extras", "id")
+_IMAGE_ONLY = ("resize", "crop", "normalize", "normalise", "mean", "std", "transform")
+
+
+def _names(value, what: str) -> tuple[str, ...]:
+    """A string or a list of strings as a tuple."""
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, int)) for v in value):
+        raise ValueError(f"key {what!r} must be a name or a list of names, got {value!r}")
+    return tuple(str(v) for v in value)
+
+
+def _count(value, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"key {what!r} must be a positive integer (or be left out), got {value!r}")
+    return value
+
+
+def _check_keys(raw: dict, allowed, what: str, kind: str) -> None:
+    for key in raw:
+        if key in allowed:
+            continue
+        if kind != "images" and key in _IMAGE_ONLY and what == "":
+            raise ValueError(f"key {key!r}: a {kind} dataset is read at its stored size and values; resize, crop "
+                             f"and the ImageNet normalisation apply to kind: images only (per-sample or per-feature "
+                             f"scaling of arrays: run config keys sample_norm / standardize)")
+        raise ValueError(f"unknown key {what + str(key)!r} for kind {kind!r}; known: {', '.join(allowed)}")
+
+
 def spec_from_yaml(path: Path) -> DatasetSpec:
-    """A user dataset from ``datasets/<name>/dataset.yaml``: keys ``kind`` (features|arrays), ``classes``,
-    ``domains`` (list of ``{name, short, file, count, x_key, y_key}``), optional ``root`` (relative to the
-    yaml's folder; default ``data``), ``partial_classes``, ``label_offset``, ``sample_shape``, ``meta``."""
+    """A user dataset from ``<declarations>/<name>/dataset.yaml`` (docs/datasets.md). Keys: ``kind``
+    (features|arrays|images), ``classes`` (images: optional, see :attr:`DatasetSpec.classes_from`), ``domains``
+    (features/arrays: ``{name, short, file, count, x_key, y_key}``; images: ``{name, short, folder, count,
+    aliases, lists}``), optional ``root`` (relative to the yaml's folder; default ``data``), ``partial_classes``
+    (names or indices), ``title``, ``meta``; features/arrays: ``label_offset``, ``sample_shape``; images:
+    ``layout`` (class_folders|list_files, the latter inferred from ``lists``), ``homepage``, ``splits``,
+    ``cache``, ``images_per_class``, ``archives`` (``{file, urls, domains, sha256, size, manual_urls, extras,
+    id}``). Any other key is an error naming it."""
     import yaml
 
-    raw = yaml.safe_load(Path(path).read_text()) or {}
+    path = Path(path)
     try:
-        kind = raw["kind"]
-        domains = tuple(Domain(d["name"], str(d.get("short", d["name"])), d["file"], d.get("count"),
-                               d.get("x_key", "X"), d.get("y_key", "y")) for d in raw["domains"])
-        classes = tuple(str(c) for c in raw["classes"])
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: missing or malformed key {exc}; needs kind, classes, domains "
-                         f"(each with name and file)") from None
-    if kind not in ("features", "arrays"):
-        raise ValueError(f"{path}: kind must be 'features' or 'arrays', got {kind!r}")
-    root = (Path(path).parent / raw.get("root", "data")).resolve()
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ValueError(f"{where}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+    try:
+        return _spec(raw if raw is not None else {}, path)
+    except (KeyError, TypeError, ValueError) as exc:
+        text = exc.args[0] if exc.args else exc
+        if not isinstance(exc, ValueError):
+            text = (f"missing or malformed key {text!r}; needs kind, domains (each with a name, and its file; images: "
+                    f"its folder or lists) and classes (images: optional)")
+        raise ValueError(f"{path}: {text}") from None
+
+
+def _spec(raw, path: Path) -> DatasetSpec:
+    if not isinstance(raw, dict):
+        raise ValueError("a dataset declaration is a mapping of key: value")
+    kind = raw["kind"]
+    if kind not in _KIND_KEYS:
+        raise ValueError(f"kind must be 'features', 'arrays' or 'images', got {kind!r}")
+    _check_keys(raw, _COMMON_KEYS + _KIND_KEYS[kind], "", kind)
+    if not isinstance(raw["domains"], list) or not raw["domains"]:
+        raise ValueError(f"key 'domains' must be a list of domains, got {raw['domains']!r}")
+    for i, d in enumerate(raw["domains"]):
+        if not isinstance(d, dict) or "name" not in d:
+            raise ValueError(f"key 'domains[{i}]' must be a mapping with a name, got {d!r}")
+        _check_keys(d, _DOMAIN_KEYS[kind], f"domains[{i}].", kind)
+    classes = _names(raw["classes"], "classes") if raw.get("classes") is not None or kind != "images" else ()
+    if len(set(classes)) != len(classes):
+        twice = sorted(c for c in set(classes) if classes.count(c) > 1)
+        raise ValueError(f"key 'classes' names a class twice: {', '.join(twice)}")
+    root = (path.parent / str(raw.get("root", "data"))).resolve()
     meta = tuple((str(k), json.dumps(v, sort_keys=True)) for k, v in sorted((raw.get("meta") or {}).items()))
-    return DatasetSpec(Path(path).parent.name, kind, domains, classes, tuple(raw.get("partial_classes", ())),
-                       title=raw.get("title", f"user features ({path})"), default_root=str(root),
-                       label_offset=int(raw.get("label_offset", 0)),
-                       sample_shape=tuple(raw["sample_shape"]) if raw.get("sample_shape") else None,
-                       splits=("full",), meta=meta)
+    common = dict(name=path.parent.name, kind=kind, classes=classes, default_root=str(root), meta=meta,
+                  partial_classes=_partial(raw.get("partial_classes") or (), classes))
+    if kind != "images":
+        domains = tuple(Domain(str(d["name"]), str(d.get("short", d["name"])), d["file"],
+                               _count(d.get("count"), f"domains[{i}].count"), d.get("x_key", "X"), d.get("y_key", "y"))
+                        for i, d in enumerate(raw["domains"]))
+        return DatasetSpec(domains=domains, title=raw.get("title", f"user {kind} ({path})"),
+                           label_offset=int(raw.get("label_offset", 0)),
+                           sample_shape=tuple(raw["sample_shape"]) if raw.get("sample_shape") else None,
+                           splits=("full",), **common)
+    return _image_spec(raw, path, common)
+
+
+def _partial(value, classes) -> tuple[int, ...]:
+    """Partial-target classes given by name or index (names need the classes listed)."""
+    out = []
+    for c in _names(value, "partial_classes"):
+        if c.lstrip("-").isdigit():
+            out.append(int(c))
+        elif c in classes:
+            out.append(classes.index(c))
+        else:
+            raise ValueError(f"key 'partial_classes': {c!r} is not one of the listed classes" if classes else
+                             f"key 'partial_classes': {c!r} is a name but the classes are not listed; give "
+                             f"indices, or list the classes")
+    if classes and any(not 0 <= i < len(classes) for i in out):
+        raise ValueError(f"key 'partial_classes': indices must be in 0..{len(classes) - 1}, got {out}")
+    return tuple(out)
+
+
+def _image_spec(raw, path: Path, common: dict) -> DatasetSpec:
+    """The images part of :func:`spec_from_yaml`: domains as class folders or label lists, archives."""
+    has_lists = [("lists" in d) for d in raw["domains"]]
+    layout = raw.get("layout", "list_files" if any(has_lists) else "class_folders")
+    if layout not in ("class_folders", "list_files"):
+        raise ValueError(f"key 'layout' must be 'class_folders' (<domain>/<class>/<image>) or 'list_files' "
+                         f"('path label' lines), got {layout!r}")
+    if layout == "list_files" and not all(has_lists):
+        raise ValueError(f"key 'domains[{has_lists.index(False)}].lists' is missing: layout list_files needs each "
+                         f"domain's label list(s) (relative to the data root)")
+    if layout == "class_folders" and any(has_lists):
+        raise ValueError(f"key 'domains[{has_lists.index(True)}].lists' is given but layout is class_folders")
+    domains, label_lists = [], []
+    for i, d in enumerate(raw["domains"]):
+        name = str(d["name"])
+        folder = str(d.get("folder", name)).strip("/")
+        if not folder or ".." in Path(folder).parts or Path(folder).is_absolute():
+            raise ValueError(f"key 'domains[{i}].folder' must be a path inside the data root, got {folder!r}")
+        domains.append(Domain(name, str(d.get("short", name)), folder, _count(d.get("count"), f"domains[{i}].count"),
+                              aliases=_names(d.get("aliases") or (), f"domains[{i}].aliases")))
+        label_lists += [(name, lst) for lst in _names(d.get("lists") or (), f"domains[{i}].lists")]
+    for key in ("name", "short"):
+        seen = [getattr(d, key) for d in domains]
+        if len(set(seen)) != len(seen):
+            raise ValueError(f"two domains share the {key} {next(s for s in seen if seen.count(s) > 1)!r}")
+    archives = []
+    for i, a in enumerate(raw.get("archives") or ()):
+        if not isinstance(a, dict) or "file" not in a:
+            raise ValueError(f"key 'archives[{i}]' must be a mapping with a file (and urls), got {a!r}")
+        _check_keys(a, _ARCHIVE_KEYS, f"archives[{i}].", "images")
+        doms = _names(a.get("domains") or [d.name for d in domains], f"archives[{i}].domains")
+        unknown = [x for x in doms if x not in {d.name for d in domains}]
+        if unknown:
+            raise ValueError(f"key 'archives[{i}].domains': unknown domain(s) {', '.join(unknown)}")
+        sha = a.get("sha256")
+        if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", str(sha)):
+            raise ValueError(f"key 'archives[{i}].sha256' must be 64 lower-case hex digits, got {sha!r}")
+        archives.append(Archive(str(a["file"]), _names(a.get("urls") or (), f"archives[{i}].urls"), doms, sha,
+                                _count(a.get("size"), f"archives[{i}].size"),
+                                _names(a.get("manual_urls") or (), f"archives[{i}].manual_urls"),
+                                _names(a.get("extras") or (), f"archives[{i}].extras"), str(a.get("id", ""))))
+    classes = common["classes"]
+    splits = _names(raw.get("splits") or (("full", "partial") if common["partial_classes"] else ("full",)), "splits")
+    return DatasetSpec(domains=tuple(domains), title=raw.get("title", f"user images ({path})"),
+                       homepage=str(raw.get("homepage", "")), layout=layout, label_lists=tuple(label_lists),
+                       list_paths="root", archives=tuple(archives), splits=splits,
+                       images_per_class=_count(raw.get("images_per_class"), "images_per_class"),
+                       classes_from="" if classes else ("lists" if layout == "list_files" else "folders"),
+                       cache_images=bool(raw.get("cache", False)), **common)
 
 
 def as_dict(spec: DatasetSpec) -> dict:

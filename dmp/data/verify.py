@@ -9,6 +9,7 @@ by the time the user reads the error).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
@@ -19,7 +20,7 @@ from typing import Callable
 from tqdm import tqdm
 
 from . import registry
-from .load import open_rgb, read_arrays
+from .load import data_classes, open_rgb, read_arrays
 from .spec import IMAGE_EXTENSIONS, DatasetSpec, Domain
 
 Shown = Callable[[str], str]
@@ -38,9 +39,9 @@ def scan_domain(spec: DatasetSpec, domain: Domain, root: Path, shown: Shown | No
     """The full list of one domain from an extracted copy under ``root``, sorted by path.
 
     class_folders: every image under ``<folder>/<class>/``; a missing or unknown class folder is an error.
-    list_files: the dataset's label list (CRLF accepted), each entry resolved by file name inside the flat
-    ``<folder>`` (the published ImageCLEF lists name class sub-folders that the archive does not have); an entry
-    listed twice is kept twice, as in the published lists."""
+    list_files: the domain's label list(s) (CRLF accepted), each entry resolved by file name inside the flat
+    ``<folder>`` (the published ImageCLEF lists name class sub-folders that the archive does not have) or, for
+    ``list_paths: root``, relative to the root; an entry listed twice is kept twice, as in the published lists."""
     shown = shown or (lambda rel: str(Path(root) / rel))
     base = root / domain.folder
     if not base.is_dir():
@@ -61,20 +62,29 @@ def scan_domain(spec: DatasetSpec, domain: Domain, root: Path, shown: Shown | No
                 rel_dir = Path(dirpath).relative_to(root).as_posix()
                 entries += [(f"{rel_dir}/{f}", label) for f in sorted(files) if _is_image(f)]
     elif spec.layout == "list_files":
-        lst = dict(spec.label_lists)[domain.name]
-        if not (root / lst).is_file():
-            raise registry.DatasetMissingError(f"label list {shown(lst)} (domain {domain.name!r}) does not exist")
-        for rel, label in registry.read_list(root / lst, len(spec.classes), shown(lst)):
-            path = f"{domain.folder}/{rel.replace(chr(92), '/').rsplit('/', 1)[-1]}"
-            if not (root / path).is_file():
-                raise registry.DatasetMissingError(f"{shown(path)} (listed in {shown(lst)} as {rel!r}) does not "
+        for lst in (lst for d, lst in spec.label_lists if d == domain.name):
+            if not (root / lst).is_file():
+                raise registry.DatasetMissingError(f"label list {shown(lst)} (domain {domain.name!r}) does not "
                                                    f"exist")
-            entries.append((path, label))
+            entries += _listed(spec, domain, root, lst, shown)
     else:
         raise ValueError(f"dataset {spec.name!r}: unknown layout {spec.layout!r}")
     entries.sort()
     if not entries:
         raise ValueError(f"{shown(domain.folder)}: no images found for domain {domain.name!r}")
+    return entries
+
+
+def _listed(spec: DatasetSpec, domain: Domain, root: Path, lst: str, shown: Shown) -> list[tuple[str, int]]:
+    """The entries of one label list, each file checked; ``spec.list_paths``: "root" = paths relative to the root,
+    "in_folder" = the file name inside the domain folder."""
+    entries = []
+    for rel, label in registry.read_list(root / lst, len(spec.classes), shown(lst)):
+        rel = rel.replace(chr(92), "/")
+        path = rel if spec.list_paths == "root" else f"{domain.folder}/{rel.rsplit('/', 1)[-1]}"
+        if not (root / path).is_file():
+            raise registry.DatasetMissingError(f"{shown(path)} (listed in {shown(lst)} as {rel!r}) does not exist")
+        entries.append((path, label))
     return entries
 
 
@@ -164,6 +174,8 @@ def check_domains(spec: DatasetSpec, root: Path, domains, *, lock: dict | None =
     with the lock (``manifest`` or ``verify_images``). Returns ``(counts, manifests, entries)`` per domain."""
     shown = shown or (lambda rel: str(Path(root) / rel))
     lock = lock or {}
+    if spec.classes_from and not spec.classes:  # a user dataset's classes, read from this copy (a first fetch)
+        spec = dataclasses.replace(spec, classes=data_classes(spec, root))
     entries = {d: scan_domain(spec, spec.domain(d), root, shown) for d in domains}
     counts = {d: per_class(spec, e) for d, e in entries.items()}
     check_counts(spec, counts, lock, shown)
