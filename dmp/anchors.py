@@ -43,7 +43,8 @@ class Anchors:
     @torch.no_grad()
     def add_source(self, feats: list[torch.Tensor], y: torch.Tensor):
         self._sums_on(feats[0].device)
-        onehot = torch.nn.functional.one_hot(y.to(feats[0].device), self.num_classes).double()
+        y = y.to(feats[0].device)
+        onehot = (y.unsqueeze(1) == torch.arange(self.num_classes, device=y.device)).double()  # no host read
         for s, h in zip(self._sum, feats):
             s += onehot.t() @ h.detach().double()
         self._count += onehot.sum(0)

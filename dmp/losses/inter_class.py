@@ -16,7 +16,8 @@ def batch_class_means(h: torch.Tensor, y: torch.Tensor, num_classes: int):
         (the paper: "If there are no samples of the i-th class in the current batch, then the corresponding
         class center is an all-zero vector").
     """
-    onehot = F.one_hot(y, num_classes).to(h.dtype)            # [n, c]
+    # (F.one_hot would read max(y) to the host: a device synchronisation)
+    onehot = (y.unsqueeze(1) == torch.arange(num_classes, device=y.device)).to(h.dtype)  # [n, c]
     counts = onehot.sum(0)                                    # [c]
     means = (onehot.t() @ h) / counts.clamp_min(1).unsqueeze(1)
     return means, counts > 0
