@@ -49,6 +49,12 @@ def test_inter_class_absent_classes_zero_vs_skip():
     # paper: absent class mean is 0 -> centred -a = (-1,-1)/sqrt2; cos with (1,0) and (0,1) is -1/sqrt2 each
     zero = inter_class_loss(h, y, a, 3, absent="zero")
     assert zero.item() == pytest.approx((0.0 - 2 / math.sqrt(2)) / 3, abs=1e-6)
+    # three of four classes present, centred (1,0), (0,1), (1,1): skip averages their 3 pairs (0, 1/sqrt2,
+    # 1/sqrt2), an answer that is not the fallback 0; zero adds the absent class at (-1,-1) (cosines -1/sqrt2,
+    # -1/sqrt2, -1) and averages all 6 pairs: -1/6
+    h3, y3 = torch.tensor([[2.0, 1.0], [1.0, 2.0], [2.0, 2.0]]), torch.tensor([0, 1, 2])
+    assert inter_class_loss(h3, y3, a, 4, absent="skip").item() == pytest.approx(math.sqrt(2) / 3, abs=1e-6)
+    assert inter_class_loss(h3, y3, a, 4, absent="zero").item() == pytest.approx(-1 / 6, abs=1e-6)
 
 
 def test_inter_class_one_class_batch_is_zero_with_finite_grad():

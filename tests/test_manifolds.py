@@ -330,6 +330,15 @@ def test_error_index_beyond_rank_and_constant_batch_is_inf():
     e = error_index(hs, ht, [3, 4, 5])
     assert math.isfinite(e[0].item()) and e[1].item() == math.inf and e[2].item() == math.inf
     assert error_index(torch.ones(5, 10, dtype=F64), ht, [1]).item() == math.inf
+    # AG too (the module docstring promises inf for a zero gap), with a non-zero mean weighting the gap's term:
+    # a constant batch, and a repeated eigenvalue (lambda_1 = lambda_2) whose d' = 1 gap is zero but d' = 2's is not
+    assert error_index(torch.ones(5, 10, dtype=F64), ht, [1], kind="AG").item() == math.inf
+    tied = features_with_spectrum([3.0, 3.0, 1.0, 0.5, 0.2], [2.0, 0, 0, 0, 0])
+    other = features_with_spectrum([4.0, 1.0, 0.9, 0.1, 0.05], [0, 1.0, 0, 0, 0])
+    for kind, norms in (("G", (1.0, 1.0)), ("AG", (2.0, 1.0))):
+        e = error_index(tied, other, [1, 2], kind=kind).tolist()
+        assert e[0] == math.inf, f"{kind}: a zero eigen-gap gives {e[0]}, not inf"
+        assert e[1] == pytest.approx(math.sqrt(2) * (norms[0] / 2.0 + norms[1] / 0.1), rel=1e-9)
     with pytest.raises(ValueError, match=r"\[1, 9\]"):
         error_index(hs, ht, [0, 10])
     with pytest.raises(ValueError, match="kind"):

@@ -183,7 +183,9 @@ def test_warm_ups_and_ablations_switch_terms_off():
     sched = {"intra_start_iteration": 10, "inter_start_iteration": 5}
     out, *_ = losses("vanilla", "sum_one", it=4, sched=sched)
     assert out["intra"].item() == 0.0 and out["inter"].item() == 0.0 and out["align"].item() != 0.0
-    out, *_ = losses("vanilla", "sum_one", it=7, sched=sched)
+    out, *_ = losses("vanilla", "sum_one", it=5, sched=sched)  # the inter-class start itself
+    assert out["intra"].item() == 0.0 and out["inter"].item() != 0.0
+    out, *_ = losses("vanilla", "sum_one", it=9, sched=sched)  # the last iteration before the intra-class start
     assert out["intra"].item() == 0.0 and out["inter"].item() != 0.0
     out, *_ = losses("vanilla", "sum_one", it=10, sched=sched)
     assert out["intra"].item() != 0.0
