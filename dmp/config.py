@@ -58,6 +58,28 @@ def _int_ge0():
                 expect="an integer >= 0")
 
 
+def _unit(upper_open: bool):
+    """A number in [0, 1) (``upper_open``) or [0, 1]."""
+    def check(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v and (v < 1 if upper_open else v <= 1)
+    return check
+
+
+# Split names (dmp/data/splits.py): the whole list, the partial-target classes, the first N classes, K per class.
+SPLIT_NAME = r"full|partial|first[1-9][0-9]*|n[1-9][0-9]*"
+
+
+def _split(allow_none=False):
+    import re
+    return dict(check=lambda v: (allow_none and v is None) or (isinstance(v, str) and re.fullmatch(SPLIT_NAME, v)
+                                                                is not None),
+                expect="full, partial, first<N> or n<K> (N, K > 0)" + (" or null" if allow_none else ""))
+
+
+# numpy's legacy seeding (np.random.seed) takes seeds below 2**32.
+SEED_LIMIT = 2**32
+
+
 def _when(positive=False):
     """An iteration count, or ``"<E>ep"`` for E epochs (see dmp/train/schedule.py)."""
     def check(v):
@@ -80,10 +102,9 @@ PARAMS: dict[str, Param] = {
     "target": Param(None, "target domain name", lambda v: isinstance(v, str), "a domain name"),
     "setting": Param("vanilla", "vanilla (uniform class weights) or partial (Eq. ClassWeight)",
                      **_choice(*SETTINGS)),
-    "source_split": Param("full", "split of the source domain's list (full, n10, first10, ...)",
-                          lambda v: isinstance(v, str), "a split name"),
+    "source_split": Param("full", "split of the source domain's list (full, n10, first10, ...)", **_split()),
     "target_split": Param(None, "split of the target list; null = full (vanilla) / partial (partial)",
-                          lambda v: v is None or isinstance(v, str), "a split name or null"),
+                          **_split(allow_none=True)),
     "preset": Param("auto", "auto = apply the paper's preset for (dataset, setting); none = defaults only",
                     **_choice("auto", "none")),
     # --- method -----------------------------------------------------------------------------
@@ -98,7 +119,8 @@ PARAMS: dict[str, Param] = {
     "grassmann_dim": Param(None, "d' of the (affine) Grassmann metric; null = batch size - 1",
                            **_pos_int(allow_none=True)),
     "le_eps": Param(LE_EPS, "epsilon of the Log-Euclidean metric, C + eps I (not stated in the paper)",
-                    check=lambda v: isinstance(v, (int, float)) and v > 0, expect="a number > 0"),
+                    check=lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf,
+                    expect="a finite number > 0"),
     "entropy_weight": Param(0.1, "weight of the target entropy loss in dmp_ent (not stated in the paper)",
                             **_nonneg()),
     "intra_grad_p": Param(True, "whether the gradient of L_intra flows into the soft labels p (the paper's gradient, "
@@ -160,8 +182,9 @@ PARAMS: dict[str, Param] = {
     "lr": Param(2e-4, "learning rate of the new layers",
                 check=lambda v: isinstance(v, float) and 0 < v < math.inf, expect="a finite number > 0"),
     "backbone_lr_mult": Param(0.1, "backbone lr = lr * backbone_lr_mult", **_nonneg()),
-    "betas": Param([0.9, 0.999], "Adam betas", lambda v: isinstance(v, list) and len(v) == 2, "[b1, b2]"),
-    "momentum": Param(0.9, "SGD momentum", **_nonneg()),
+    "betas": Param([0.9, 0.999], "Adam betas", lambda v: isinstance(v, list) and len(v) == 2
+                   and all(map(_unit(upper_open=True), v)), "[b1, b2], two numbers in [0, 1)"),
+    "momentum": Param(0.9, "SGD momentum", check=_unit(upper_open=False), expect="a number in [0, 1]"),
     "weight_decay": Param(0.0, "weight decay", **_nonneg()),
     "lr_schedule": Param("constant", "constant, or anneal: lr_p = lr / (1 + 10 p)^0.75 (Ganin et al.)",
                          **_choice("constant", "anneal")),
@@ -179,7 +202,9 @@ PARAMS: dict[str, Param] = {
     "eval_batch_size": Param(256, "batch size of no-grad passes", **_pos_int()),
     "interpolation_per_class": Param(100, "target samples per class for the interpolation analysis",
                                      **_pos_int()),
-    "seed": Param(0, "random seed (python, numpy, torch, DataLoader workers)", **_int_ge0()),
+    "seed": Param(0, "random seed (python, numpy, torch, DataLoader workers)",
+                  check=lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < SEED_LIMIT,
+                  expect=f"an integer in [0, 2**32) (numpy's seeds), at most {SEED_LIMIT - 1}"),
     "device": Param("auto", "cpu, cuda or auto", **_choice("cpu", "cuda", "auto")),
     "threads": Param(None, "torch CPU threads; null = torch's default", **_pos_int(allow_none=True)),
     "deterministic": Param(True, "torch.use_deterministic_algorithms (CUDA); false lets cuDNN pick the fastest "
@@ -274,7 +299,7 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not of the form key=value")
         key, value = item.split("=", 1)
-        out[key.strip()] = _coerce(yaml.safe_load(value) if value != "" else None)
+        out[key.strip()] = _coerce(safe_load(value, f"override {key.strip()}") if value != "" else None)
     return out
 
 
@@ -288,6 +313,39 @@ def _coerce(v):
     return v
 
 
+# Keys whose integer values are taken as floats (``lambda2=5000`` is ``5000.0``; also every method-scoped key with a
+# float default).
+FLOAT_KEYS = ("lr", "lambda1", "lambda2", "le_eps", "entropy_weight", "backbone_lr_mult", "momentum", "weight_decay",
+              "scale_jitter")
+
+
+def _as_float(v):
+    return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+def short_repr(value, width: int = 60) -> str:
+    """``repr(value)`` cut to at most ``width`` characters (nested containers abbreviated without building their
+    whole repr): an error message never prints a value longer than a line."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxstring = r.maxother = width
+    r.maxlevel, r.maxlist, r.maxdict, r.maxtuple, r.maxset = 2, 6, 4, 6, 6
+    text = r.repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def value_problem(param: Param, value, written=None) -> str | None:
+    """What is wrong with ``value`` (already coerced; ``written``: as the user wrote it, if not the same) for a key
+    declared by ``param`` (``"= VALUE is invalid: expected ..."``), None if it passes the key's check."""
+    try:
+        ok = param.check is None or bool(param.check(value))
+    except Exception:  # a check meeting a value of an unexpected type
+        ok = False
+    shown = value if written is None else written
+    return None if ok else f"= {short_repr(shown)} is invalid: expected {param.expect}"
+
+
 def resolve(user: dict[str, Any]) -> dict[str, Any]:
     """Merge defaults, the paper preset and the user's values; validate; return the full config."""
     unknown = sorted(set(user) - set(PARAMS))
@@ -299,13 +357,15 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
     if preset_name == "auto":
         cfg.update(_preset(user.get("dataset"), user.get("setting", cfg["setting"])))
     cfg.update({k: _coerce(v) for k, v in user.items()})
-    for key in ("lr", "lambda1", "lambda2", "le_eps", "entropy_weight", "backbone_lr_mult", "momentum",
-                "weight_decay", "scale_jitter"):
-        if isinstance(cfg[key], int) and not isinstance(cfg[key], bool):
-            cfg[key] = float(cfg[key])
+    for key in FLOAT_KEYS:
+        cfg[key] = _as_float(cfg[key])
     for key, param in PARAMS.items():
-        if param.check is not None and not param.check(cfg[key]):
-            raise ConfigError(f"config key {key!r} = {cfg[key]!r} is invalid: expected {param.expect}")
+        problem = value_problem(param, cfg[key])
+        if problem:
+            raise ConfigError(f"config key {key!r} {problem}")
+    if cfg["crop"] > cfg["resize"]:
+        raise ConfigError(f"config key 'crop' = {cfg['crop']} is larger than 'resize' = {cfg['resize']} (the crop is "
+                          f"cut from the resized image): set crop <= resize")
     for key in ("dataset", "source", "target"):
         if cfg[key] is None:
             raise ConfigError(f"config key {key!r} is required")
@@ -314,7 +374,7 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
     if cfg["method"] == "dmp_ent" and cfg["entropy_weight"] == 0:
         raise ConfigError("config key 'entropy_weight' must be > 0 for method dmp_ent")
     if cfg["weights_path"] and cfg["backbone"] == "identity":
-        raise ConfigError(f"config key 'weights_path' = {cfg['weights_path']!r}: the identity backbone (feature "
+        raise ConfigError(f"config key 'weights_path' = {short_repr(cfg['weights_path'])}: the identity backbone (feature "
                           "vectors) has no weights to load; drop weights_path or choose a CNN backbone")
     return cfg
 
@@ -332,12 +392,59 @@ def resolve_workers(value) -> int:
     return max(0, min(8, cores - 1))
 
 
+# The most values a YAML document may expand to through its aliases (``*name``): a few hundred bytes of nested
+# aliases can stand for billions of values (a "billion laughs" document), which no config needs.
+YAML_MAX_VALUES = 100_000
+
+
+def safe_load(stream, where) -> Any:
+    """``yaml.safe_load`` of a text or open file, refusing (:class:`ConfigError` naming ``where``) a document that
+    expands to more than :data:`YAML_MAX_VALUES` values through aliases."""
+    loader = yaml.SafeLoader(stream)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        sizes: dict[int, int] = {}
+
+        def size(n) -> int:  # values of the expanded document under node n (an alias is its anchor's node again)
+            if id(n) not in sizes:
+                sizes[id(n)] = 0  # (a recursive alias counts once)
+                children = n.value if isinstance(n, yaml.SequenceNode) else [
+                    c for pair in n.value for c in pair] if isinstance(n, yaml.MappingNode) else []
+                sizes[id(n)] = min(1 + sum(size(c) for c in children), YAML_MAX_VALUES + 1)
+            return sizes[id(n)]
+
+        if size(node) > YAML_MAX_VALUES:
+            raise ConfigError(f"{where}: the YAML expands to more than {YAML_MAX_VALUES:,} values through its aliases "
+                              f"(*name); write the values out")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def load_yaml(path) -> dict[str, Any]:
-    with open(path) as fh:
-        data = yaml.safe_load(fh) or {}
+    """A run config file (a mapping); a file that is not UTF-8 text, expands through aliases beyond
+    :data:`YAML_MAX_VALUES` or is not a mapping raises :class:`ConfigError` naming it (malformed YAML raises
+    ``yaml.MarkedYAMLError``, which names it and the line)."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a YAML text file (not UTF-8 text); give a run config file") from None
+    if "\x00" in text:
+        raise ConfigError(f"{path}: not a YAML text file (binary data); give a run config file")
+    import io
+
+    stream = io.StringIO(text)
+    stream.name = str(path)  # PyYAML's error marks name the stream by its name
+    data = safe_load(stream, path) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a run config must be a mapping of key: value")
     return data
+
+
 
 
 def describe() -> str:
@@ -358,11 +465,16 @@ def check_values(values: dict[str, Any], where: str) -> None:
     """Validate ``values``, a part of a run config written elsewhere than the command line (the Snakemake suite's
     ``train:`` or an ``overrides[i].set``), key by key against :data:`PARAMS`; errors name ``<where>.<key>``."""
     if not isinstance(values, dict):
-        raise ConfigError(f"{where} must be a mapping of key: value, got {values!r}")
+        raise ConfigError(f"{where} must be a mapping of key: value, got {short_repr(values)}")
     for key, value in values.items():
         if key not in PARAMS:
             raise ConfigError(f"{where}.{key}: unknown config key{did_you_mean(key, PARAMS)}; see dmp config --show")
-        try:  # the key alone on the defaults: the same coercions and checks as a run's config
-            resolve({"dataset": "-", "source": "-", "target": "-", "preset": "none", key: value})
-        except ConfigError:
-            raise ConfigError(f"{where}.{key} = {value!r} is invalid: expected {PARAMS[key].expect}") from None
+        # the same coercion and check as a run's config (dependent keys, e.g. crop <= resize, are checked when the
+        # suite resolves each run's config)
+        param = PARAMS[key]
+        coerced = _coerce(value)
+        if key in FLOAT_KEYS or isinstance(param.default, float):
+            coerced = _as_float(coerced)
+        problem = value_problem(param, coerced, written=value)
+        if problem:
+            raise ConfigError(f"{where}.{key} {problem}")

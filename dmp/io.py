@@ -2,6 +2,7 @@
 would take it) and file hashing."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -27,9 +28,27 @@ def atomic_write(path, write: Callable, binary: bool = True) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
-        raise
+        named = _naming(exc, path)
+        if named is exc:
+            raise
+        raise named from exc
+
+
+def _naming(exc: BaseException, path) -> BaseException:
+    """The error of a failed write of ``path``, naming it: a full disk (ENOSPC/EDQUOT, also when a library such as
+    torch.save reports it as its own error raised while handling it) says so; another system error gets the file
+    name; anything else is returned unchanged."""
+    cause = exc
+    while cause is not None and not (isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT)):
+        cause = cause.__cause__ or cause.__context__
+    if cause is not None:
+        what = "no space left on device" if cause.errno == errno.ENOSPC else "disk quota exceeded"
+        return OSError(cause.errno, f"{what} while writing {path}; free some space there and run the command again")
+    if isinstance(exc, OSError) and exc.strerror and not exc.filename:
+        return OSError(exc.errno, f"{exc.strerror} while writing {path}")
+    return exc
 
 
 def remove_temp_files(folder) -> list[str]:

@@ -102,3 +102,88 @@ def test_a_finished_run_recorded_before_an_option_existed_is_not_trained_again(t
     before = {n: (tmp_path / n).read_bytes() for n in ("metrics.json", "log.csv", "checkpoint.pt")}
     assert "intra_grad_p" not in run(tmp_path)["config"]
     assert {n: (tmp_path / n).read_bytes() for n in before} == before
+
+
+# -- one writer per run folder (fcntl.flock on out/.dmp-run.lock, held for the whole run) ----------------------------
+HOLDER = """
+import fcntl, os, sys
+os.makedirs(sys.argv[1], exist_ok=True)
+fd = os.open(os.path.join(sys.argv[1], ".dmp-run.lock"), os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+sys.stdin.readline()
+"""
+
+
+def hold_lock(out):
+    """Another process holding the run folder's lock (as a running ``dmp train`` does); stop it with .kill()."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], cwd=root, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "locked\n"
+    return proc
+
+
+def test_a_second_process_on_the_same_folder_is_refused_at_once_whatever_its_config(tmp_path):
+    import time
+
+    run(tmp_path, stop_after=12)
+    before = files(tmp_path)
+    holder = hold_lock(tmp_path)
+    try:
+        for cfg in (CFG, dict(CFG, lambda1=1.0, seed=3)):  # the same run, another run: both refused
+            start = time.perf_counter()
+            with pytest.raises(ConfigError, match=re.escape(f"{tmp_path} is in use by another training process")):
+                run(tmp_path, cfg)
+            assert time.perf_counter() - start < 2
+        assert files(tmp_path) == before  # nothing written, log.csv untouched
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run(tmp_path)["iterations"] == 20  # the kernel released the killed holder's lock: the run resumes
+    assert iterations(tmp_path) == [0, 10, 19]
+
+
+def test_the_lock_is_released_when_the_run_ends_or_fails(tmp_path):
+    import fcntl
+    import os
+
+    from dmp.train.checkpoint import LOCK_FILE
+
+    def free():
+        fd = os.open(tmp_path / LOCK_FILE, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+
+    run(tmp_path)
+    assert free()
+    with pytest.raises(ConfigError):
+        run(tmp_path, dict(CFG, seed=3))
+    assert free()
+
+
+def test_the_command_line_refuses_a_busy_folder_with_one_line(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    holder = hold_lock(tmp_path / "run")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "dmp", "train", "--out", str(tmp_path / "run"), "dataset=demo",
+                               "source=S", "target=O", "iterations=5"], cwd=Path(__file__).resolve().parents[1],
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: {tmp_path / 'run'} is in use by another training process (it holds "
+                           f"{tmp_path / 'run' / '.dmp-run.lock'}); wait until it ends or use another --out folder\n")

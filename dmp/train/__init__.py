@@ -1,11 +1,10 @@
 """Training: :func:`train` runs one configured task end to end (resumable)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..config import resolve
-from .checkpoint import check_run_folder, config_changes
+from .checkpoint import check_run_folder, config_changes, read_metrics_file, run_lock
 from .trainer import Trainer
 
 
@@ -18,16 +17,17 @@ def train(user_cfg: dict, out, task=None, progress: bool = True, stop_after: int
     refused with a ``ConfigError``."""
     cfg = resolve(user_cfg)
     out = Path(out)
-    check_run_folder(out, cfg)  # before building the task, which can take long
-    done = out / "metrics.json"
-    if done.exists():
-        metrics = json.loads(done.read_text())
-        if metrics.get("status") == "complete" and not config_changes(metrics.get("config") or {}, cfg):
-            return metrics
-    if task is None:
-        from ..data.inputs import build_task
-        task = build_task(cfg)
-    return Trainer(cfg, task, out, progress=progress).run(stop_after=stop_after)
+    with run_lock(out):  # one writer per run folder: a second process is refused at once
+        check_run_folder(out, cfg)  # before building the task, which can take long
+        done = out / "metrics.json"
+        if done.exists():
+            metrics = read_metrics_file(done)
+            if metrics.get("status") == "complete" and not config_changes(metrics.get("config") or {}, cfg):
+                return metrics
+        if task is None:
+            from ..data.inputs import build_task
+            task = build_task(cfg)
+        return Trainer(cfg, task, out, progress=progress).run(stop_after=stop_after)
 
 
 __all__ = ["Trainer", "train"]

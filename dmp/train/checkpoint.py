@@ -1,7 +1,10 @@
 """Checkpoint files (atomic writes live in :mod:`dmp.io`) and the identity of a run folder."""
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -10,23 +13,85 @@ import yaml
 from ..config import PARAMS, ConfigError, load_yaml
 from ..io import atomic_write, write_json, write_text
 
-__all__ = ["CheckpointError", "RUNTIME_KEYS", "check_run_folder", "config_changes", "load_torch", "save_json",
-           "save_text", "save_torch", "write_config"]
+__all__ = ["CheckpointError", "LOCK_FILE", "RUNTIME_KEYS", "RunFolderBusy", "check_run_folder", "config_changes",
+           "holds_run_lock", "load_torch", "read_metrics_file", "run_lock", "save_json", "save_text", "save_torch",
+           "write_config"]
 
 # Config keys that change how a run executes, not what it computes: a run may resume with other values.
 RUNTIME_KEYS = ("threads", "num_workers", "device", "checkpoint_every")
 RUN_FILES = ("checkpoint.pt", "metrics.json", "log.csv")
+# The run folder's lock (fcntl.flock, :func:`run_lock`): one training process per folder at a time. The file stays
+# (removing a lock file races with a process that has just opened it); it holds nothing.
+LOCK_FILE = ".dmp-run.lock"
 
 
 class CheckpointError(ConfigError):
     """A checkpoint that cannot be loaded (the command line reports it as ``error: ...``)."""
 
 
+class RunFolderBusy(ConfigError):
+    """Another process is training into the run folder (it holds :data:`LOCK_FILE`)."""
+
+
+_HELD: dict[str, list] = {}  # run folder (resolved) -> [lock file descriptor, depth] of the locks this process holds
+
+
+@contextlib.contextmanager
+def run_lock(out):
+    """Hold the lock of run folder ``out`` (created if needed) for the ``with`` block: an exclusive
+    ``fcntl.flock`` on ``out/.dmp-run.lock``, which the system releases on any exit, a crash or a kill included.
+    A folder locked by another process raises :class:`RunFolderBusy` at once (no waiting); the same process may
+    nest the block (``train`` holds it from its first check to the end of ``Trainer.run``)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    key = str(out.resolve())
+    if key in _HELD:
+        _HELD[key][1] += 1
+        try:
+            yield
+        finally:
+            _HELD[key][1] -= 1
+        return
+    try:
+        import fcntl
+    except ImportError:  # not on a POSIX system: no lock
+        yield
+        return
+    fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise RunFolderBusy(f"{out} is in use by another training process (it holds {out / LOCK_FILE}); wait "
+                            f"until it ends or use another --out folder") from None
+    _HELD[key] = [fd, 1]
+    try:
+        yield
+    finally:
+        del _HELD[key]
+        os.close(fd)  # releases the lock
+
+
+def holds_run_lock(method):
+    """Decorator of a method of an object with an ``out`` folder: the method runs under :func:`run_lock`."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with run_lock(self.out):
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
 def save_torch(obj, path):
-    """Write ``obj`` atomically; a failure (e.g. a full disk) names the file."""
+    """Write ``obj`` atomically; a failure (e.g. a full disk: :func:`dmp.io.atomic_write`) names the file."""
     try:
         atomic_write(path, lambda fh: torch.save(obj, fh))
-    except (OSError, RuntimeError) as exc:
+    except OSError as exc:
+        if str(path) in str(exc):
+            raise
+        err = OSError(f"cannot write {path}: {exc}")
+        err.errno = exc.errno
+        raise err from exc
+    except RuntimeError as exc:
         err = OSError(f"cannot write {path}: {exc}")
         err.errno = getattr(exc, "errno", None)
         raise err from exc
@@ -72,9 +137,13 @@ def check_run_folder(out, cfg: dict) -> None:
     if not any((out / n).exists() for n in RUN_FILES):
         return
     if (out / "config.yaml").exists():
-        stored = load_yaml(out / "config.yaml")
+        try:
+            stored = load_yaml(out / "config.yaml")
+        except (ConfigError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{out / 'config.yaml'} is not a run config ({_first_line(exc)}); restore it, or "
+                              f"delete the run folder to train the run again") from None
     elif (out / "metrics.json").exists():
-        stored = json.loads((out / "metrics.json").read_text()).get("config") or {}
+        stored = read_metrics_file(out / "metrics.json").get("config") or {}
     elif not (out / "checkpoint.pt").exists():
         raise ConfigError(f"{out} holds a log.csv of an unknown run; use another --out folder or delete it")
     else:
@@ -83,6 +152,26 @@ def check_run_folder(out, cfg: dict) -> None:
     if changed:
         raise ConfigError(f"{out} holds another run, whose config differs in: {', '.join(changed)}; "
                           f"use another --out folder or delete it")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def read_metrics_file(path) -> dict:
+    """A run's ``metrics.json`` as a dict; a file that is cut off, not JSON or not a JSON object raises
+    :class:`CheckpointError` naming it (one line, with what to do)."""
+    hint = "delete it (and the run's checkpoint.pt) to train the run again"
+    try:
+        metrics = json.loads(Path(path).read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{path} is not a metrics file (cut off or corrupt: {_first_line(exc)}); "
+                              f"{hint}") from None
+    if not isinstance(metrics, dict):
+        raise CheckpointError(f"{path} holds a JSON {type(metrics).__name__}, not a run's metrics (an object); "
+                              f"{hint}")
+    return metrics
 
 
 def write_config(out, cfg: dict) -> None:

@@ -356,6 +356,7 @@ class Trainer:
         return True
 
     # -- the loop --------------------------------------------------------------------------------------
+    @ckpt.holds_run_lock  # one writer per run folder, from the check below to the end
     def run(self, stop_after: int | None = None) -> dict | None:
         """Train to ``iterations`` (or only up to ``stop_after``, for tests of resumption) and evaluate.
 
