@@ -135,3 +135,40 @@ def test_scan_ignores_packaging_junk(isolated, tmp_path):
     root = fetch.fetch("office31", progress=False, verify_images=True)
     assert not (root / "amazon" / "images" / "mug" / "._frame_0001.jpg").exists()
     assert len(verify.scan_domain(spec, spec.domain("amazon"), root)) == 62
+
+
+def _empty_members_tar_gz(path, n, prefix="amazon/images/mug/"):
+    """A .tar.gz of ``n`` empty files (headers written directly: tarfile takes a minute for 200,000)."""
+    import gzip
+
+    base = bytearray(tarfile.TarInfo(prefix + "0" * 6 + ".jpg").tobuf(tarfile.USTAR_FORMAT))
+    base[148:156] = b" " * 8  # the checksum field counts as spaces
+    plain = sum(base) - sum(base[:100])
+    blocks = []
+    for i in range(n):
+        name = f"{prefix}{i:06d}.jpg".encode()
+        header = bytearray(base)
+        header[:len(name)] = name
+        header[148:156] = b"%06o\0 " % (plain + sum(name))
+        blocks.append(bytes(header))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(b"".join(blocks) + b"\0" * 1024, compresslevel=1))
+    return path
+
+
+def test_archive_member_count_is_bounded_before_extraction(isolated, tmp_path):
+    """A ~1 MB archive of 200,000 empty members is refused, in one line, before anything is extracted: the bound is
+    twice the images of the archive's domains (declared or locked) plus 10,000."""
+    isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
+    bomb = _empty_members_tar_gz(registry.download_dir("office31") / "domain_adaptation_images.tar.gz", 200_000)
+    assert bomb.stat().st_size < 4_000_000
+    with pytest.raises(FetchError, match=r"domain_adaptation_images\.tar\.gz has more than 10,372 members") as err:
+        fetch.fetch("office31", progress=False, retries=1)
+    line = next(ln for ln in str(err.value).splitlines() if "members" in ln)
+    assert "refused before extraction" in line
+    assert not registry.data_root("office31").exists()
+    with pytest.raises(FetchError, match="more than 1,000 members"):
+        archive.extract(bomb, tmp_path / "x", max_members=1000, progress=False)
+    assert not (tmp_path / "x").exists()
+    (arc,) = build_packaging("office31", "original", tmp_path / "ok", PER_CLASS)
+    archive.extract(arc, tmp_path / "y", max_members=3 * 62, progress=False)  # exactly its 186 files: accepted
