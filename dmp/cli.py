@@ -1,7 +1,8 @@
-"""Command line: ``python -m dmp {train, config, data, ...}``.
+"""dmp: train, configure, fetch data, build tables and figures of the DMP reproduction suite.
 
-Every error ends the command with one line ``error: ...`` on stderr and exit status 2; ``python -m dmp --debug
-...`` shows the traceback instead."""
+Also run as `python -m dmp`; `python -m dmp.tables`, `python -m dmp.figures` and `python -m dmp.suite` are the same
+as `dmp tables`, `dmp figures` and `dmp suite`. Every error ends the command with one line `error: ...` on stderr
+and exit status 2; --debug (anywhere on the command line) shows the traceback instead."""
 from __future__ import annotations
 
 import argparse
@@ -83,11 +84,40 @@ def _pretrain_demo(args):
           f"{info['train_accuracy']:.1f} %)")
 
 
+class PlainHelp(argparse.HelpFormatter):
+    """Help as plain terminal text: the docstrings' reST literals (double backquotes) are shown as `x`."""
+
+    def _format_text(self, text):
+        return super()._format_text(text.replace("``", "`"))
+
+    def _expand_help(self, action):
+        return super()._expand_help(action).replace("``", "`")
+
+
+DEBUG_HELP = "on an error, show the traceback instead of one line"
+
+
+def _finish(parser: argparse.ArgumentParser, top: bool = True) -> None:
+    """Give every (sub)command the plain help formatter and the one --debug option: accepted before or after any
+    command name (`dmp --debug tables build ...` = `dmp tables build ... --debug`)."""
+    parser.formatter_class = PlainHelp
+    if not top:
+        parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _finish(child, top=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m dmp", description=__doc__)
-    parser.add_argument("--debug", action="store_true", help="on an error, show the traceback (before the command: "
-                        "python -m dmp --debug train ...)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    from .data import cli as data_cli
+    from .figures import cli as figures_cli
+    from .tables import cli as tables_cli
+    from . import suite
+
+    parser = argparse.ArgumentParser(prog="dmp", description=__doc__)
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("train", help="train one task (resumes from OUT/checkpoint.pt)")
     p.add_argument("--config", help="run config YAML")
     p.add_argument("--out", required=True, help="output folder")
@@ -95,11 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="*", metavar="key=value", help="override any config key")
     p.set_defaults(func=_train)
     p = sub.add_parser("config", help="print the resolved config (or --show every key and default)")
-    p.add_argument("--config")
-    p.add_argument("--show", action="store_true")
+    p.add_argument("--config", help="run config YAML (its keys, then the key=value overrides)")
+    p.add_argument("--show", action="store_true", help="list every key with its default and meaning")
     p.add_argument("--schedule", action="store_true", help="print the run's schedule (iterations, epochs, "
                    "warm-ups, anchor refreshes) as JSON; needs no data")
-    p.add_argument("overrides", nargs="*", metavar="key=value")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="override any config key")
     p.set_defaults(func=_config)
     p = sub.add_parser("pretrain-demo", help="pre-train a small CNN once on the demo's generated shapes (the demo's "
                        "stand-in for ImageNet weights) and write its weights file")
@@ -109,18 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar (the recipe fixes the thread count, so "
                    "every machine writes the same file)")
     p.set_defaults(func=_pretrain_demo)
-    try:
-        from .data import cli as data_cli
-        data_cli.add_subparsers(sub)
-    except ImportError:
-        pass
-    for mod in ("tables", "suite"):
-        try:
-            module = __import__(f"dmp.{mod}.cli" if mod == "tables" else f"dmp.{mod}", fromlist=["x"])
-        except ImportError:
-            continue
-        if hasattr(module, "add_subparsers"):
-            module.add_subparsers(sub)
+    for module in (data_cli, tables_cli, figures_cli, suite):
+        module.add_subparsers(sub)
+    _finish(parser)
     return parser
 
 
@@ -152,7 +173,7 @@ def error_message(exc: BaseException) -> str:
 
 def run_command(func, args, debug: bool = False):
     """``sys.exit(func(args))``; an exception becomes ``error: <one line>`` and exit status 2 (the traceback only
-    with ``debug``).  Shared by ``python -m dmp``, ``python -m dmp.tables`` and ``python -m dmp.suite``."""
+    with ``debug``)."""
     try:
         code = func(args)
     except Exception as exc:
@@ -168,7 +189,11 @@ def run_command(func, args, debug: bool = False):
     sys.exit(code or 0)
 
 
-def main(argv=None):
+def main(argv=None, command: tuple[str, ...] = ()):
+    """`dmp ARGV`; `command` prefixes ARGV (`python -m dmp.tables ARGV` is `main(ARGV, ("tables",))`)."""
+    if argv is None:
+        argv = sys.argv[1:]
+    argv = [*command, *argv]
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     bad = [e for e in extra if "=" not in e or e.startswith("-")]

@@ -11,7 +11,6 @@ checkpoint that was written for other code or other arguments, so a resumed run 
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -486,22 +485,28 @@ def timing(results: str) -> str:
     return tabulate(summary, headers="keys", tablefmt="github", showindex=False)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m dmp.suite", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_subparsers(sub) -> None:
+    """Adds ``dmp suite {prepare,timing}`` (also ``python -m dmp.suite ...``)."""
+    suite = sub.add_parser("suite", help="helpers of the Snakemake suite (stale checkpoints, where the time went)",
+                           description="Helpers of the Snakemake suite (docs/workflow.md): the train rule calls "
+                           "`prepare` before the trainer, so a resumed run never mixes code or arguments; `timing` "
+                           "says where the time of a finished suite went.")
+    suite.set_defaults(func=_run)
+    sub = suite.add_subparsers(dest="suite_command", required=True, metavar="COMMAND")
     p = sub.add_parser("prepare", help="drop a stale checkpoint from a run folder before (re)starting the trainer")
-    p.add_argument("run_dir")
-    p.add_argument("signature")
+    p.add_argument("run_dir", help="the run's folder")
+    p.add_argument("signature", help="the run's code and arguments signature (the train rule's)")
     p = sub.add_parser("timing", help="summarise where the time of the finished train jobs went")
     p.add_argument("results", help="the suite's results folder (e.g. results/demo)")
-    parser.add_argument("--debug", action="store_true", help="on an error, show the traceback")
-    args = parser.parse_args(argv)
-    from .cli import run_command
-    run_command(_run, args, args.debug)
+
+
+def main(argv=None):
+    from .cli import main as dmp_main
+    dmp_main(argv, ("suite",))
 
 
 def _run(args):
-    if args.command == "timing":
+    if args.suite_command == "timing":
         print(timing(args.results))
     elif prepare(args.run_dir, args.signature):
         print(f"{args.run_dir}: removed files of a run with other code/arguments (signature {args.signature})",

@@ -168,12 +168,67 @@ def test_a_corrupt_checkpoint_is_one_line(capsys, tmp_path, monkeypatch):
 def test_debug_shows_the_traceback(tmp_path, monkeypatch):
     with pytest.raises(KeyError, match="ofice31"):
         main(["--debug", "train", "--out", str(tmp_path), "dataset=ofice31", "source=A", "target=W"])
+    with pytest.raises(KeyError, match="ofice31"):  # the one --debug, after the command name too
+        main(["train", "--out", str(tmp_path), "dataset=ofice31", "--debug", "source=A", "target=W"])
+
+
+def test_a_misspelled_key_in_train_suggests_the_key(capsys, tmp_path, monkeypatch):
+    from dmp.config import resolve
+
+    monkeypatch.setattr(dmp.train, "train", lambda user, out, progress: resolve(user) and pytest.fail("trained"))
+    err = cli_error(capsys, "train", "--out", str(tmp_path), "dataset=demo", "source=solid", "target=outline",
+                    "lamda1=0.5")
+    assert "lamda1 (did you mean 'lambda1'?)" in err
+    assert "(did you mean" not in cli_error(capsys, "config", "dataset=demo", "zzzzzz=1")
+
+
+def _parsers(parser, path=("dmp",)):
+    """(command path, parser) of `dmp` and of every sub-command, depth first."""
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _parsers(child, (*path, name))
+
+
+def test_every_command_and_option_has_plain_help():
+    import argparse
+
+    from dmp.cli import build_parser
+
+    commands = {path: p for path, p in _parsers(build_parser())}
+    assert {p[1] for p in commands if len(p) == 2} >= {"train", "config", "data", "tables", "figures", "suite"}
+    for path, parser in commands.items():
+        assert parser.prog == " ".join(path)
+        undocumented = [a.option_strings or a.dest for a in parser._actions
+                        if not a.help and not isinstance(a, argparse._SubParsersAction)]  # (each command has help)
+        assert undocumented == [], path
+        text = parser.format_help()
+        assert "``" not in text and "python -m dmp " not in text.replace("`python -m dmp`", ""), (path, text)
+        assert "--debug" in text, path
+
+
+@pytest.mark.parametrize("module, command", [("dmp.tables.cli", "tables"), ("dmp.figures.cli", "figures"),
+                                             ("dmp.suite", "suite")])
+def test_module_entry_points_are_the_dmp_commands(capsys, module, command):
+    import importlib
+
+    with pytest.raises(SystemExit) as exit_:
+        importlib.import_module(module).main(["--help"])
+    assert exit_.value.code == 0
+    via_module = capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert via_module == capsys.readouterr().out and via_module.startswith(f"usage: dmp {command} ")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("module, args", [
     ("dmp", ["train", "--out", "{tmp}/run", "dataset=ofice31", "source=A", "target=W"]),
     ("dmp.tables", ["build", "vanilla", "--config", "{tmp}/missing.yaml"]),
+    ("dmp.figures", ["build", "k", "--config", "{tmp}/missing.yaml"]),
     ("dmp.suite", ["timing", "{tmp}/no-results"]),
 ])
 def test_every_entry_point_prints_one_line_and_exits_2(tmp_path, module, args):

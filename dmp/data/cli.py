@@ -1,4 +1,4 @@
-"""The ``data`` command: ``python -m dmp data {list,fetch,verify,prepare,declare,demo,extract-features}``.
+"""The ``data`` command: ``dmp data {list,fetch,verify,prepare,declare,demo,extract-features}``.
 
 :func:`add_subparsers` adds it to the main parser; :func:`main` runs a parsed ``data`` command.
 """
@@ -30,7 +30,7 @@ def add_subparsers(subparsers) -> argparse.ArgumentParser:
             p.add_argument("--max-size", type=_size, default=None,
                            help="largest archive accepted, e.g. 500M or 20G (default: twice its declared size)")
     p = sub.add_parser("prepare", help="write the split lists under datasets/<name>/lists")
-    p.add_argument("name")
+    p.add_argument("name", help="dataset name (see `data list`)")
     p.add_argument("--splits", nargs="+", default=None,
                    help="splits to write (full, partial, first<N>, n<K>); default: the dataset's protocol splits")
     p = sub.add_parser("declare", help="rewrite datasets/<name>/source.json and splits.json from the registry "
@@ -42,15 +42,17 @@ def add_subparsers(subparsers) -> argparse.ArgumentParser:
     p = sub.add_parser("extract-features", help="run a backbone over an image dataset once and store the "
                                                 "features as a new features dataset")
     p.add_argument("name", help="image dataset to read")
-    p.add_argument("--out-name", required=True, help="name of the new features dataset (datasets/<out-name>/)")
-    p.add_argument("--backbone", default="resnet50")
+    p.add_argument("--out-name", required=True, help="name of the new features dataset: its declaration goes to "
+                   "datasets/<out-name>/, its features to datasets/<out-name>/data (or $DMP_DATA_DIR/<out-name>)")
+    p.add_argument("--backbone", default="resnet50", help="backbone (dmp/models/backbones.py: resnet50, resnet101)")
     p.add_argument("--weights-path", default=None, help="state dict file of the backbone")
     p.add_argument("--no-pretrained", action="store_true", help="random initialisation (for tests only)")
-    p.add_argument("--split", default="full")
-    p.add_argument("--resize", type=int, default=256)
-    p.add_argument("--crop", type=int, default=224)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--split", default="full", help="split list of every domain to extract (default: full)")
+    p.add_argument("--resize", type=int, default=256,
+                   help="images resized to RESIZE x RESIZE before the centre crop (default: 256)")
+    p.add_argument("--crop", type=int, default=224, help="centre crop size (default: 224)")
+    p.add_argument("--batch-size", type=int, default=64, help="images per forward pass (default: 64)")
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: cpu)")
     data.set_defaults(func=main)
     return data
 

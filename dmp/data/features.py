@@ -29,8 +29,9 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     from .inputs import ImageListDataset, image_transforms
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", out_name) or ".." in out_name:
-        raise ValueError(f"--out-name {out_name!r}: a dataset name is letters, digits, '_', '-' and '.' (it "
-                         f"names the folder datasets/<out-name>/, and nothing outside datasets/ is written)")
+        raise ValueError(f"--out-name {out_name!r}: a dataset name is letters, digits, '_', '-' and '.' (it names "
+                         f"the folder datasets/<out-name>/ and the features' folder, datasets/<out-name>/data or "
+                         f"$DMP_DATA_DIR/<out-name>)")
     spec = registry.get_dataset(name)
     if spec.kind != "images":
         raise ValueError(f"extract-features reads an image dataset; {name!r} is of kind {spec.kind!r}")

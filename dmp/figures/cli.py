@@ -1,9 +1,9 @@
-"""``python -m dmp.figures build NAME`` writes ``<results>/figures/NAME.{pdf,png,csv}`` from the runs that exist
-(missing runs are gaps with a note, never an error); ``caption NAME`` prints the figure's report caption;
-``table-html`` renders a table's Markdown files as one HTML page (the report's view of a table)."""
+"""``dmp figures build NAME`` (also ``python -m dmp.figures build NAME``) writes
+``<results>/figures/NAME.{pdf,png,csv}`` from the runs that exist (missing runs are gaps with a note, never an
+error); ``caption NAME`` prints the figure's report caption; ``table-html`` renders a table's Markdown files as one
+HTML page (the report's view of a table)."""
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -73,7 +73,7 @@ def build(config: dict, name: str, results: str | None = None, out: str | None =
 def _run(args):
     from dmp.figures.plan import FigurePlan
 
-    if args.command == "table-html":
+    if args.figures_command == "table-html":
         from dmp.figures.report import table_page
         print(table_page(args.markdown, args.out))
         return
@@ -81,7 +81,7 @@ def _run(args):
     plan = FigurePlan(config)
     names = plan.names if args.figure == "all" else [args.figure]
     for name in names:
-        if args.command == "caption":
+        if args.figures_command == "caption":
             from dmp.figures.captions import caption
             print(caption(plan, name))
         else:
@@ -89,26 +89,30 @@ def _run(args):
                 print(path)
 
 
-def main(argv=None):
-    from dmp.cli import run_command
+def add_subparsers(sub) -> None:
+    """Adds ``dmp figures {build,caption,table-html}``."""
     from dmp.figures.plan import FIGURES
 
-    parser = argparse.ArgumentParser(prog="python -m dmp.figures", description=__doc__)
-    debug = argparse.ArgumentParser(add_help=False)
-    debug.add_argument("--debug", action="store_true", help="on an error, show the traceback")
-    sub = parser.add_subparsers(dest="command", required=True)
+    figures = sub.add_parser("figures", help="build the paper's figures from the suite's runs", description=__doc__)
+    sub = figures.add_subparsers(dest="figures_command", required=True, metavar="COMMAND")
+    figures.set_defaults(func=_run)
     for command, text in (("build", "build a figure from the runs that exist"),
                           ("caption", "print a figure's caption (reStructuredText)")):
-        p = sub.add_parser(command, help=text, parents=[debug])
-        p.add_argument("figure", choices=(*FIGURES, "all"))
+        p = sub.add_parser(command, help=text, description=text)
+        p.add_argument("figure", choices=(*FIGURES, "all"), help="the figure (all: every configured)")
         src = p.add_mutually_exclusive_group(required=True)
         src.add_argument("--config", help="suite config YAML (config/config.yaml, config/demo.yaml)")
         src.add_argument("--config-json", help="the suite config as a JSON string (used by the Snakemake rules)")
         p.add_argument("--results", help="folder holding runs/ (default: the config's 'results')")
         p.add_argument("--out", help="write figures under OUT/figures (default: the results folder)")
-    p = sub.add_parser("table-html", help="one HTML page of a table's Markdown files (for the report)",
-                       parents=[debug])
+    text = "one HTML page of a table's Markdown files (for the report)"
+    p = sub.add_parser("table-html", help=text, description=text)
     p.add_argument("markdown", nargs="+", help="Markdown files (the table, then its comparison view)")
     p.add_argument("--out", required=True, help="the HTML file to write")
-    args = parser.parse_args(argv)
-    run_command(_run, args, args.debug)
+
+
+def main(argv=None):
+    """``python -m dmp.figures ARGV``: the same as ``dmp figures ARGV``."""
+    from dmp.cli import main as dmp_main
+
+    dmp_main(argv, ("figures",))

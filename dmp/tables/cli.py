@@ -1,4 +1,4 @@
-"""``python -m dmp.tables build TABLE`` (also ``python -m dmp tables build TABLE``): write
+"""``dmp tables build TABLE`` (also ``python -m dmp.tables build TABLE``): write
 ``<results>/tables/TABLE.{md,tex,comparison.md,comparison.csv}`` from the runs that exist, or one row with
 ``--row DATASET ROW`` (``<results>/tables/rows/TABLE/DATASET/ROW.md``)."""
 from __future__ import annotations
@@ -74,18 +74,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_subparsers(sub) -> None:
-    """Hook for ``python -m dmp``: adds ``tables build``."""
-    tables = sub.add_parser("tables", help="build the paper's tables from the suite's runs")
-    inner = tables.add_subparsers(dest="tables_command", required=True)
-    add_arguments(inner.add_parser("build", help=__doc__.split("\n\n")[0]))
+    """Adds ``dmp tables build``."""
+    tables = sub.add_parser("tables", help="build the paper's tables from the suite's runs", description=__doc__)
+    inner = tables.add_subparsers(dest="tables_command", required=True, metavar="COMMAND")
+    add_arguments(inner.add_parser("build", help="build a table (or one row) from the runs that exist",
+                                   description=__doc__))
 
 
 def main(argv=None):
-    from dmp.cli import run_command
+    """``python -m dmp.tables ARGV``: the same as ``dmp tables ARGV``."""
+    from dmp.cli import main as dmp_main
 
-    parser = argparse.ArgumentParser(prog="python -m dmp.tables", description=__doc__)
-    parser.add_argument("--debug", action="store_true", help="on an error, show the traceback")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_arguments(sub.add_parser("build", help="build a table from the runs that exist"))
-    args = parser.parse_args(argv)
-    run_command(args.func, args, args.debug)
+    dmp_main(argv, ("tables",))
