@@ -1,6 +1,7 @@
 """DVC on a copy of the project in a temporary git repository (never touching this checkout's DVC state): stages
-are keyed by the datasets' declaration files, not by code, and the committed dvc.lock is current (a fresh clone's
-``dvc status`` is clean for it, before and after editing the data code); ``dvc repro`` builds the demo data and
+are keyed by the datasets' declaration files, not by code, and the committed dvc.lock is current (once the data is
+in place, ``dvc status`` is clean for it, before and after editing the data code; a fresh clone without the data is
+not clean); ``dvc repro`` builds the demo data and
 its lists, ``dvc push`` stores it in a local-folder remote, ``dvc pull`` restores identical content."""
 from __future__ import annotations
 
@@ -73,10 +74,11 @@ def repo(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(DVC is None or shutil.which("git") is None, reason="dvc or git not installed")
-def test_fresh_clone_status_is_clean_for_the_committed_lock(repo):
+def test_status_is_clean_for_the_committed_lock_once_the_data_is_in_place(repo):
     lock = (repo.path / "dvc.lock").read_text()
     locked = list(yaml.safe_load(lock)["stages"])
     assert set(locked) == {"demo", "prepare@demo"}
+    assert "demo" in json.loads(repo.run(DVC, "status", "--json", *locked))  # a fresh clone: no data yet
     # what `dvc pull` restores: the demo data, regenerated here and put in the cache; the lock must not change
     repo.run(sys.executable, "-m", "dmp", "data", "demo", "--no-lists")
     repo.run(DVC, "commit", "--force", *locked)
