@@ -195,3 +195,22 @@ def test_augmenting_feature_vectors_is_refused(isolated, monkeypatch):
     cfg = resolve({"dataset": "feats", "source": "src", "target": "tgt", "shift": 2})
     with pytest.raises(ValueError, match=r"config key 'shift' = 2: dataset feats holds feature vectors"):
         build_task(cfg)
+
+
+@pytest.mark.parametrize("key, value", [("resize", 32), ("crop", 20)])
+def test_image_pipeline_keys_on_arrays_are_refused_not_ignored(isolated, monkeypatch, key, value):
+    """resize / crop used to stay in the printed config of an arrays dataset and do nothing."""
+    _features(isolated, monkeypatch, np.zeros((3, 1, 4, 4), np.float32), np.array([0, 1, 2]),
+              extra="sample_shape: [1, 4, 4]\n")
+    yml = registry.DATASETS_DIR / "feats" / "dataset.yaml"
+    yml.write_text(yml.read_text().replace("kind: features", "kind: arrays"))
+    cfg = resolve({"dataset": "feats", "source": "src", "target": "tgt", "crop": 20, key: value})
+    with pytest.raises(ValueError, match=rf"config key '{key}' = {value}: dataset feats is of kind 'arrays', read "
+                                         rf"at its stored size"):
+        build_task(cfg)
+    x, _ = build_task(resolve({"dataset": "feats", "source": "src", "target": "tgt"})).source_train.batch([0])
+    assert x.shape == (1, 1, 4, 4)  # the defaults: the arrays as stored
+    yml.write_text(yml.read_text() + f"{key}: {value}\n")  # in the declaration: refused by name
+    with pytest.raises(ValueError, match=rf"dataset\.yaml: key '{key}': kind 'arrays' datasets are read at their "
+                                         rf"stored size"):
+        registry.get_dataset("feats")

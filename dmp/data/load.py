@@ -58,16 +58,16 @@ def data_classes(spec, root) -> tuple[str, ...]:
             if (root / d.folder).is_dir():
                 names |= {p.name for p in (root / d.folder).iterdir() if p.is_dir() and _visible(p.name)}
         return tuple(sorted(names))
-    stamps = tuple((str(root / lst), (root / lst).stat().st_mtime_ns) for _, lst in spec.label_lists
-                   if (root / lst).is_file())
+    stamps = tuple((str(root / lst), (root / lst).stat().st_mtime_ns, (root / lst).stat().st_size)
+                   for _, lst in spec.label_lists if (root / lst).is_file())
     return _list_classes(stamps)
 
 
 @functools.lru_cache(maxsize=16)
 def _list_classes(stamps) -> tuple[str, ...]:
-    """Label -> class name from the label lists ``stamps`` ((path, mtime) pairs): the folder of its images."""
+    """Label -> class name from the label lists ``stamps`` ((path, mtime, size)): the folder of its images."""
     names: dict[int, tuple[str, str, str]] = {}
-    for path, _ in stamps:
+    for path, *_ in stamps:
         for rel, label in registry.read_list(Path(path)):
             parts = rel.replace("\\", "/").split("/")
             if len(parts) < 2:
@@ -81,13 +81,13 @@ def _list_classes(stamps) -> tuple[str, ...]:
                                  f"{seen[1]} ({seen[2]!r}): list `classes` in the dataset.yaml (in label order)")
     classes = tuple(names[i][0] if i in names else "" for i in range(max(names, default=-1) + 1))
     if "" in classes:
-        raise ValueError(f"label {classes.index('')} has no image in the lists ({', '.join(p for p, _ in stamps)}): "
+        raise ValueError(f"label {classes.index('')} has no image in the lists ({', '.join(p for p, *_ in stamps)}): "
                          f"list `classes` in the dataset.yaml (in label order)")
     twice = sorted({c for c in classes if classes.count(c) > 1})
     if twice:
         raise ValueError(f"folder {twice[0]!r} holds the images of labels "
                          f"{[i for i, c in enumerate(classes) if c == twice[0]]} in the lists "
-                         f"({', '.join(p for p, _ in stamps)}): list `classes` in the dataset.yaml (in label order)")
+                         f"({', '.join(p for p, *_ in stamps)}): list `classes` in the dataset.yaml (in label order)")
     return classes
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..io import sha256_file, write_json, write_text
 from .catalog import BUILTIN
-from .spec import DatasetSpec, spec_from_yaml
+from .spec import DatasetSpec, partial_indices, spec_from_yaml
 
 PROJECT = Path(__file__).resolve().parents[2]
 DATASETS_DIR = PROJECT / "datasets"
@@ -91,6 +91,9 @@ def get_dataset(name: str) -> DatasetSpec:
     if spec.classes_from and not spec.classes:  # a user image dataset's classes, read from its data once in place
         from .load import data_classes
         spec = dataclasses.replace(spec, classes=data_classes(spec, _root(spec)))
+        if spec.classes and spec.partial_names:
+            spec = dataclasses.replace(spec, partial_classes=partial_indices(
+                spec.partial_names, spec.classes, f"{dataset_dir(name) / 'dataset.yaml'}: key 'partial_classes'"))
     return spec
 
 

@@ -76,7 +76,8 @@ class DatasetSpec:
     lists are). ``splits``: the lists ``prepare`` writes. ``variant_of``: the dataset this one is another release
     of; ``release`` names the release (shown in errors and ``data list``). ``classes_from`` (user image datasets
     whose dataset.yaml lists no classes): "folders" (the sorted class folder names) or "lists" (each label's
-    folder in the label lists), read from the data by :func:`dmp.data.registry.get_dataset`. ``cache_images``:
+    folder in the label lists), read from the data by :func:`dmp.data.registry.get_dataset`, which also turns
+    ``partial_names`` (partial-target classes given by name) into ``partial_classes``. ``cache_images``:
     keep the decoded, resized images in memory during a run (small datasets)."""
     name: str
     kind: str
@@ -99,6 +100,7 @@ class DatasetSpec:
     release: str = ""
     variant_of: str | None = None
     classes_from: str = ""
+    partial_names: tuple[str, ...] = ()
     list_paths: str = "in_folder"
     cache_images: bool = False
 
@@ -152,9 +154,9 @@ def _check_keys(raw: dict, allowed, what: str, kind: str) -> None:
         if key in allowed:
             continue
         if kind != "images" and key in _IMAGE_ONLY and what == "":
-            raise ValueError(f"key {key!r}: a {kind} dataset is read at its stored size and values; resize, crop "
-                             f"and the ImageNet normalisation apply to kind: images only (per-sample or per-feature "
-                             f"scaling of arrays: run config keys sample_norm / standardize)")
+            raise ValueError(f"key {key!r}: kind {kind!r} datasets are read at their stored size and values; resize, "
+                             f"crop and the ImageNet normalisation apply to kind: images only (per-sample or "
+                             f"per-feature scaling: run config keys sample_norm / standardize)")
         raise ValueError(f"unknown key {what + str(key)!r} for kind {kind!r}; known: {', '.join(allowed)}")
 
 
@@ -205,8 +207,9 @@ def _spec(raw, path: Path) -> DatasetSpec:
         raise ValueError(f"key 'classes' names a class twice: {', '.join(twice)}")
     root = (path.parent / str(raw.get("root", "data"))).resolve()
     meta = tuple((str(k), json.dumps(v, sort_keys=True)) for k, v in sorted((raw.get("meta") or {}).items()))
+    partial = _names(raw.get("partial_classes") or (), "partial_classes")
     common = dict(name=path.parent.name, kind=kind, classes=classes, default_root=str(root), meta=meta,
-                  partial_classes=_partial(raw.get("partial_classes") or (), classes))
+                  partial_classes=partial_indices(partial, classes) if classes else ())
     if kind != "images":
         domains = tuple(Domain(str(d["name"]), str(d.get("short", d["name"])), d["file"],
                                _count(d.get("count"), f"domains[{i}].count"), d.get("x_key", "X"), d.get("y_key", "y"))
@@ -218,20 +221,19 @@ def _spec(raw, path: Path) -> DatasetSpec:
     return _image_spec(raw, path, common)
 
 
-def _partial(value, classes) -> tuple[int, ...]:
-    """Partial-target classes given by name or index (names need the classes listed)."""
+def partial_indices(names, classes, where: str = "key 'partial_classes'") -> tuple[int, ...]:
+    """Partial-target classes given by name or index, as indices into ``classes``."""
     out = []
-    for c in _names(value, "partial_classes"):
+    for c in names:
         if c.lstrip("-").isdigit():
             out.append(int(c))
         elif c in classes:
             out.append(classes.index(c))
         else:
-            raise ValueError(f"key 'partial_classes': {c!r} is not one of the listed classes" if classes else
-                             f"key 'partial_classes': {c!r} is a name but the classes are not listed; give "
-                             f"indices, or list the classes")
-    if classes and any(not 0 <= i < len(classes) for i in out):
-        raise ValueError(f"key 'partial_classes': indices must be in 0..{len(classes) - 1}, got {out}")
+            raise ValueError(f"{where}: {c!r} is not one of the classes ({', '.join(classes[:8])}"
+                             f"{', ...' if len(classes) > 8 else ''})")
+    if any(not 0 <= i < len(classes) for i in out):
+        raise ValueError(f"{where}: indices must be in 0..{len(classes) - 1}, got {out}")
     return tuple(out)
 
 
@@ -256,6 +258,10 @@ def _image_spec(raw, path: Path, common: dict) -> DatasetSpec:
         domains.append(Domain(name, str(d.get("short", name)), folder, _count(d.get("count"), f"domains[{i}].count"),
                               aliases=_names(d.get("aliases") or (), f"domains[{i}].aliases")))
         label_lists += [(name, lst) for lst in _names(d.get("lists") or (), f"domains[{i}].lists")]
+    bad = next((i for i, d in enumerate(domains) if not re.fullmatch(r"[A-Za-z0-9]+", d.short)), None)
+    if bad is not None:
+        raise ValueError(f"key 'domains[{bad}].short' must be letters and digits (it names tasks 'S->T' and run "
+                         f"folders), got {domains[bad].short!r}")
     for key in ("name", "short"):
         seen = [getattr(d, key) for d in domains]
         if len(set(seen)) != len(seen):
@@ -276,13 +282,17 @@ def _image_spec(raw, path: Path, common: dict) -> DatasetSpec:
                                 _count(a.get("size"), f"archives[{i}].size"),
                                 _names(a.get("manual_urls") or (), f"archives[{i}].manual_urls"),
                                 _names(a.get("extras") or (), f"archives[{i}].extras"), str(a.get("id", ""))))
-    classes = common["classes"]
-    splits = _names(raw.get("splits") or (("full", "partial") if common["partial_classes"] else ("full",)), "splits")
+    classes, partial = common["classes"], _names(raw.get("partial_classes") or (), "partial_classes")
+    if not re.fullmatch(r"[A-Za-z0-9_]+", path.parent.name):
+        raise ValueError(f"the folder name {path.parent.name!r} is the dataset's name: letters, digits and '_' only "
+                         f"(it names run folders and Snakemake targets)")
+    splits = _names(raw.get("splits") or (("full", "partial") if partial else ("full",)), "splits")
     return DatasetSpec(domains=tuple(domains), title=raw.get("title", f"user images ({path})"),
                        homepage=str(raw.get("homepage", "")), layout=layout, label_lists=tuple(label_lists),
                        list_paths="root", archives=tuple(archives), splits=splits,
                        images_per_class=_count(raw.get("images_per_class"), "images_per_class"),
                        classes_from="" if classes else ("lists" if layout == "list_files" else "folders"),
+                       partial_names=() if classes else partial,
                        cache_images=bool(raw.get("cache", False)), **common)
 
 
