@@ -6,11 +6,13 @@ staging folders. Nothing partial may remain after a failure."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import time
 import urllib.parse
 
+import numpy as np
 import pytest
 from data_fixtures import (DEAD, PACKAGINGS, build_packaging, internet, isolated, server,  # noqa: F401
                            small_spec, write_archive)
@@ -421,3 +423,101 @@ def test_officehome_real_packagings_at_the_real_counts(isolated, tmp_path):
     assert {d: sum(c.values()) for d, c in lock["counts"].items()} == OFFICEHOME_TOTALS
     assert lists["original"] == lists["wjdcloud"]
     assert sum(verify.verify("officehome", progress=False)["Real_World"].values()) == 4357
+
+
+def _features_mat(path, n, seed):
+    """A features file as the Office-Caltech10 ones: MATLAB v5, ``fts`` [n, 1024] float32 >= 0, ``labels``
+    [1, n] int64 1..10, sorted by label."""
+    from scipy.io import savemat
+
+    rng = np.random.default_rng(seed)
+    savemat(path, {"fts": rng.random((n, 1024), dtype=np.float32), "labels": (np.arange(n) * 10 // n + 1)[None]})
+
+
+def _digits_mat(path, ns, nt):
+    """MNIST_vs_USPS.mat as published: MATLAB v7.3 (HDF5 with MATLAB's 512-byte header), Xs [ns, 256] and
+    Xt [nt, 256] doubles in [0, 1] as h5py sees them, Ys [1, ns] / Yt [1, nt] labels 1..10 as doubles."""
+    import h5py
+
+    rng = np.random.default_rng(7)
+    with h5py.File(path, "w", userblock_size=512) as f:
+        for key, n in (("s", ns), ("t", nt)):
+            f.create_dataset(f"X{key}", data=rng.random((n, 256))).attrs["MATLAB_class"] = np.bytes_(b"double")
+            f.create_dataset(f"Y{key}", data=(np.arange(n) % 10 + 1.0)[None]).attrs["MATLAB_class"] = \
+                np.bytes_(b"double")
+    with open(path, "r+b") as fh:
+        fh.write(b"MATLAB 7.3 MAT-file, Platform: GLNXA64, HDF5 schema 1.00 .".ljust(116))
+
+
+def _pinned(spec, files: dict, counts: dict):
+    """``spec`` with each archive's sha256 and size those of the generated ``files`` {file name: path}, and the
+    domains' counts ``counts``; the real URLs kept."""
+    return dataclasses.replace(
+        spec, archives=tuple(dataclasses.replace(a, sha256=fetch.sha256_file(files[a.filename]),
+                                                 size=files[a.filename].stat().st_size) for a in spec.archives),
+        domains=tuple(dataclasses.replace(d, count=counts[d.name]) for d in spec.domains))
+
+
+def test_evidence_data_is_fetched_from_the_pinned_github_commits(internet, isolated, tmp_path, monkeypatch):
+    """``data fetch office_caltech10`` / ``mnist_usps``: the registry's raw.githubusercontent.com URLs at the pinned
+    commits (jsDelivr serving the same commit when GitHub fails), checked against the pinned sha256, into the
+    normal data root; a file with other bytes is refused and nothing is installed."""
+    oc10, digits = registry.get_dataset("office_caltech10"), registry.get_dataset("mnist_usps")
+    commits = {"office_caltech10": "redhat12345/OfficeCaltechDomainAdaptation/74f70487e1b975d1af05bb9a2ecfbf14a7000080/"
+                                   "features/GoogleNet1024/",
+               "mnist_usps": "chamwen/JPDA/b056e5eca625fc480aa605242348809f9199d5f8/data/"}
+    for spec in (oc10, digits):
+        for a in spec.archives:
+            assert a.urls[0] == f"https://raw.githubusercontent.com/{commits[spec.name]}{a.filename}"
+            assert a.sha256 and a.size and len(a.urls) == 2
+    assert [a.sha256[:12] for a in oc10.archives] == ["bae9ee6e8f7c", "5f7c6211581f", "57774bbdf974"]
+    assert digits.archives[0].sha256[:12] == "7fbb67f14af7"
+    monkeypatch.delenv("DMP_DATA_DIR")  # the normal data root: datasets/<name>/data (here a temporary datasets/)
+    monkeypatch.setattr(registry, "SHARED_COPIES", {})  # as on a user's machine: no ../shared/data
+    files = {}
+    for i, (d, n) in enumerate((("amazon", 30), ("dslr", 20), ("webcam", 25))):
+        _features_mat(files.setdefault(f"{d}.mat", tmp_path / f"{d}.mat"), n, i)
+    _digits_mat(files.setdefault("MNIST_vs_USPS.mat", tmp_path / "MNIST_vs_USPS.mat"), 40, 30)
+    oc10 = isolated.use(_pinned(oc10, files, {"amazon": 30, "dslr": 20, "webcam": 25}))
+    digits = isolated.use(_pinned(digits, files, {"mnist": 40, "usps": 30}))
+    for spec in (oc10, digits):
+        for a in spec.archives:
+            internet.files[a.urls[1]] = files[a.filename].read_bytes()
+            internet.files[a.urls[0]] = files[a.filename].read_bytes()
+    internet.status[oc10.archives[1].urls[0]] = 404  # dslr.mat: GitHub fails, jsDelivr serves it
+
+    bad = bytearray(files["webcam.mat"].read_bytes())
+    bad[-1] ^= 1
+    internet.files[oc10.archives[2].urls[0]] = internet.files[oc10.archives[2].urls[1]] = bytes(bad)
+    with pytest.raises(FetchError, match=r"(?s)cannot fetch dataset 'office_caltech10'.*webcam.*checksum mismatch"):
+        fetch.fetch("office_caltech10", progress=False, retries=1)
+    root = registry.data_root("office_caltech10")
+    assert root == registry.DATASETS_DIR / "office_caltech10" / "data" and not (root / "amazon.mat").exists()
+    assert not list(root.parent.glob(".data.staging-*"))
+    internet.files[oc10.archives[2].urls[0]] = files["webcam.mat"].read_bytes()
+
+    parser = argparse.ArgumentParser()
+    cli.add_subparsers(parser.add_subparsers(dest="command"))
+    for name in ("office_caltech10", "mnist_usps"):
+        assert cli.main(parser.parse_args(["data", "fetch", name, "--retries", "1"])) == 0
+        assert cli.main(parser.parse_args(["data", "verify", name])) == 0
+    assert sorted(p.name for p in root.iterdir()) == ["amazon.mat", "dslr.mat", "webcam.mat"]
+    x, y = splits.load_arrays("office_caltech10", "dslr")
+    assert x.shape == (20, 1024) and y.tolist() == sorted(y.tolist()) and y.max() == 9
+    xs, ys = splits.load_arrays("mnist_usps", "mnist")
+    assert xs.shape == (40, 1, 16, 16) and ys.tolist()[:11] == list(range(10)) + [0]
+    got = {u.split("/")[2] for u, _ in internet.requests}
+    assert got == {"raw.githubusercontent.com", "cdn.jsdelivr.net"}
+    assert not registry.lock_path("office_caltech10").exists()  # pinned files need no lock
+
+
+@pytest.mark.skipif(not (registry.PROJECT.parent / "shared" / "data" / "mnist_usps").is_dir(),
+                    reason="../shared/data not present")
+def test_the_shared_copy_is_used_where_present_and_matches_the_pins(monkeypatch):
+    monkeypatch.delenv("DMP_DATA_DIR", raising=False)
+    for name in ("office_caltech10", "mnist_usps"):
+        spec, root = registry.get_dataset(name), registry.data_root(name)
+        assert root == (registry.PROJECT / registry.SHARED_COPIES[name]).resolve()
+        for a in spec.archives:
+            assert fetch.sha256_file(root / a.filename) == a.sha256 and (root / a.filename).stat().st_size == a.size
+        assert fetch.fetch(name, progress=False) == root  # nothing to download

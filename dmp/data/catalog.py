@@ -120,21 +120,43 @@ DEMO = DatasetSpec(
     domains=tuple(Domain(n, s, f"{n}/images", DEMO_PER_CLASS * len(DEMO_CLASSES)) for n, s in DEMO_DOMAINS),
     images_per_class=DEMO_PER_CLASS, splits=("full", "partial", "n10"))
 
+def _github(repo: str, commit: str, path: str) -> tuple[str, str]:
+    """A file of a public GitHub repository at a pinned commit: raw.githubusercontent.com and the jsDelivr CDN
+    (which serves the same bytes of the same commit)."""
+    return (f"https://raw.githubusercontent.com/{repo}/{commit}/{path}",
+            f"https://cdn.jsdelivr.net/gh/{repo}@{commit}/{path}")
+
+
+_OC10 = ("redhat12345/OfficeCaltechDomainAdaptation", "74f70487e1b975d1af05bb9a2ecfbf14a7000080")
+_OC10_FILES = (  # domain, samples, sha256, bytes (of the files at that commit)
+    ("amazon", 958, "bae9ee6e8f7ca305120dd970f2c90471f4ef8dda4cb2ad2404c38bb26cb56ba9", 3931880),
+    ("dslr", 157, "5f7c6211581f846b7b5534429fb62bfb7e490e88aacfc8bee97eb0b0224dbd89", 644576),
+    ("webcam", 295, "57774bbdf97433b5fb5a6333e302f077444c069537138b60ef417f48ee65d296", 1210928))
 OFFICE_CALTECH10 = DatasetSpec(
     name="office_caltech10", kind="features",
     title="Office-Caltech10 GoogLeNet pool5 features (bring-your-own-features example)",
+    homepage=f"https://github.com/{_OC10[0]}",
     classes=("backpack", "bike", "calculator", "headphones", "keyboard", "laptop", "monitor", "mouse", "mug",
              "projector"),
-    domains=tuple(Domain(d, d[0].upper(), f"{d}.mat", n, "fts", "labels")
-                  for d, n in (("amazon", 958), ("dslr", 157), ("webcam", 295))),
-    default_root="../shared/data/office_caltech10_googlenet", label_offset=-1, splits=("full",))
+    domains=tuple(Domain(d, d[0].upper(), f"{d}.mat", n, "fts", "labels") for d, n, _, _ in _OC10_FILES),
+    archives=tuple(Archive(f"{d}.mat", _github(*_OC10, f"features/GoogleNet1024/{d}.mat"), (d,), sha256=sha,
+                           size=size) for d, _, sha, size in _OC10_FILES),
+    label_offset=-1, splits=("full",))
 
+_JPDA = ("chamwen/JPDA", "b056e5eca625fc480aa605242348809f9199d5f8")
 MNIST_USPS = DatasetSpec(
     name="mnist_usps", kind="arrays", title="MNIST->USPS 16x16 digits (JDA protocol, v7.3 .mat)",
+    homepage=f"https://github.com/{_JPDA[0]}",
     classes=tuple(str(i) for i in range(10)),
     domains=(Domain("mnist", "M", "MNIST_vs_USPS.mat", 2000, "Xs", "Ys"),
              Domain("usps", "U", "MNIST_vs_USPS.mat", 1800, "Xt", "Yt")),
-    default_root="../shared/data/mnist_usps", label_offset=-1, sample_shape=(1, 16, 16), column_major=True,
-    splits=("full",))
+    archives=(Archive("MNIST_vs_USPS.mat", _github(*_JPDA, "data/MNIST_vs_USPS.mat"), ("mnist", "usps"),
+                      sha256="7fbb67f14af7236e18a38dc8a0a836142361e9e720e4b763a5e2db511d306d6c", size=3044944),),
+    label_offset=-1, sample_shape=(1, 16, 16), column_major=True, splits=("full",))
+
+# Read-only copies used where present and nothing was fetched into the data root (the project's developers keep
+# the two evidence datasets there); a user fetches them (`python -m dmp data fetch <name>`) into the data root.
+SHARED_COPIES = {"office_caltech10": "../shared/data/office_caltech10_googlenet",
+                 "mnist_usps": "../shared/data/mnist_usps"}
 
 BUILTIN = (OFFICE31, OFFICEHOME, IMAGECLEF, VISDA2017, DEMO, OFFICE_CALTECH10, MNIST_USPS, OFFICEHOME_15913)

@@ -86,9 +86,9 @@ def member_limit(spec: DatasetSpec, archive: Archive, lock: dict) -> int:
     return MAX_MEMBERS if None in counts else 2 * sum(counts) + 10_000
 
 
-def _try_archive(spec, archive, placed, needed, staging, lock, opts, origins, n):
-    """Get, extract, locate and verify one archive's ``needed`` domains in ``staging``. Returns
-    ``(counts, manifests, lock entry)``; raises FetchError/ValueError (nothing of it left in staging)."""
+def _obtain(spec, archive, placed, lock, opts) -> tuple[Path, str, str, list[str], int | None]:
+    """The archive's file: the one in the downloads folder (``placed``) or a download from its mirrors; its pinned
+    sha256 checked. Returns ``(path, sha256, mirror, notes, size limit)``."""
     dl = registry.download_dir(spec.name)
     locked = lock["archives"].get(archive.key, {})
     limit = size_limit(archive, opts["max_size"], locked.get("size"))
@@ -104,6 +104,13 @@ def _try_archive(spec, archive, placed, needed, staging, lock, opts, origins, n)
     if locked.get("sha256") and locked["sha256"] != sha:
         notes.append(f"sha256 {sha[:12]} differs from the locked {locked['sha256'][:12]} (another packaging or a "
                      f"changed file): checked by content")
+    return path, sha, mirror, notes, limit
+
+
+def _try_archive(spec, archive, placed, needed, staging, lock, opts, origins, n):
+    """Get, extract, locate and verify one archive's ``needed`` domains in ``staging``. Returns
+    ``(counts, manifests, lock entry)``; raises FetchError/ValueError (nothing of it left in staging)."""
+    path, sha, mirror, notes, limit = _obtain(spec, archive, placed, lock, opts)
     tree = staging / f".extract-{n}"
     moved = []
     try:
@@ -195,13 +202,17 @@ def fetch(name: str, *, verify_images: bool = False, retries: int = 3, timeout: 
             generate(root, progress=progress)
         verify(name, root, verify_images=verify_images, progress=progress)
         return root
-    if spec.kind != "images":
-        registry.require_dataset(name)
-        verify(name)
-        return root
     opts = dict(verify_images=verify_images, retries=retries, timeout=timeout, max_size=max_size,
                 progress=progress,
                 deadline=deadline or 3600 + 2 * max((a.size or 0 for a in spec.archives), default=0) / 256e3)
+    if spec.kind != "images":
+        missing = [d for d in spec.domains if not (root / d.folder).exists()]
+        if missing and spec.archives:
+            with _exclusive(root):
+                _install_files(spec, root, missing, opts)
+        registry.require_dataset(name)
+        verify(name)
+        return root
     with _exclusive(root):
         lock = registry.read_lock(name)
         needed = [d.name for d in spec.domains if not (root / d.folder).exists()]
@@ -222,6 +233,47 @@ def fetch(name: str, *, verify_images: bool = False, retries: int = 3, timeout: 
             sources.update(s)
         _record(name, lock, used, counts, manifests, sources)
     return root
+
+
+def _install_files(spec: DatasetSpec, root: Path, missing, opts) -> None:
+    """Features/arrays datasets: get the files of the ``missing`` domains - each declared file downloaded (or taken
+    from the downloads folder) and checked against its pinned sha256, or found inside an archive - into a staging
+    folder, then move them into ``root``. Their content is verified afterwards (:func:`verify`)."""
+    todo = {d.folder for d in missing}
+    staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.staging-"))
+    log = []
+    try:
+        for n, (archive, placed) in enumerate(_candidates(spec, registry.download_dir(spec.name))):
+            files = todo & {spec.domain(d).folder for d in archive.domains}
+            if not files:
+                continue
+            try:
+                path, _, _, notes, limit = _obtain(spec, archive, placed, {"archives": {}}, opts)
+                if not path.name.lower().endswith(ARCHIVE_SUFFIXES):
+                    found = {archive.filename: path} if archive.filename in files else {}
+                else:
+                    tree = staging / f".extract-{n}"
+                    extract(path, tree, max_bytes=4 * limit if limit else None, max_members=MAX_MEMBERS,
+                            progress=opts["progress"])
+                    found = {f: hit for f in files if (hit := locate_extra(tree, f)) is not None}
+                for f, src in found.items():
+                    (staging / f).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(src, staging / f)
+            except FetchError as exc:
+                log.append(f"{archive.key}: " + "\n    ".join(str(exc).splitlines()))
+                continue
+            for note in notes:
+                print(f"{spec.name}: {archive.filename}: {note}", file=sys.stderr)
+            todo -= set(found)
+            if not todo:
+                break
+        if todo:
+            raise FetchError(_unavailable(spec, [d.name for d in missing if d.folder in todo], log))
+        for f in {d.folder for d in missing}:
+            (root / f).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / f, root / f)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _record(name: str, lock: dict, used: dict, counts: dict, manifests: dict, sources: dict) -> None:

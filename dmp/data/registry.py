@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..io import sha256_file, write_json, write_text
-from .catalog import BUILTIN
+from .catalog import BUILTIN, SHARED_COPIES
 from .spec import DatasetSpec, partial_indices, spec_from_yaml
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -136,7 +136,10 @@ def _root(spec: DatasetSpec) -> Path:
         return Path(env).expanduser().resolve() / spec.name
     if spec.default_root:
         return (PROJECT / spec.default_root).resolve()
-    return dataset_dir(spec.name) / "data"
+    local, shared = dataset_dir(spec.name) / "data", SHARED_COPIES.get(spec.name)
+    if shared and not local.exists() and (PROJECT / shared).is_dir():  # a read-only copy, where there is one
+        return (PROJECT / shared).resolve()
+    return local
 
 
 def download_dir(name: str) -> Path:
@@ -187,6 +190,8 @@ def require_dataset(name: str) -> Path:
     if spec.kind != "images":
         how = (f"Place the files there, or point DMP_DATA_DIR at a folder holding {name}/ "
                f"(each domain's file: {', '.join(d.folder for d in spec.domains)}).")
+        if spec.archives:
+            how = f"Fetch them with `python -m dmp data fetch {name}`. Or: {how[0].lower()}{how[1:]}"
     elif spec.generated:
         how = f"Generate it with `python -m dmp data demo` (or `dvc repro {name}`)."
     else:
