@@ -3,9 +3,11 @@
 
 Usage (from the project root)::
 
-    .venv/bin/python scripts/extract_reported.py [PAPER.tex] [--out dmp/tables/reported_results.csv]
+    .venv/bin/python scripts/extract_reported.py PAPER.tex [--out dmp/tables/reported_results.csv]
 
-The default paper path is ``../shared/paper/dmp-tpami.tex`` relative to the project root.
+The paper's LaTeX source is published on arXiv (2008.10030): https://arxiv.org/abs/2008.10030, "TeX Source" under
+"Access Paper" (https://arxiv.org/e-print/2008.10030, a gzipped tar of the .tex files). It is not in this
+repository; pass the main .tex file (the one with the tables) as the first argument.
 Every number comes from parsing the ``tabular`` environments of five labelled tables; none is
 typed in here. This file only holds the *names*: how the paper's row labels, dataset headers and
 class headers map to the suite's ids (an unknown label is an error, so a changed paper cannot be
@@ -36,8 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_TEX = PROJECT_ROOT.parent / "shared" / "paper" / "dmp-tpami.tex"
 DEFAULT_OUT = PROJECT_ROOT / "dmp" / "tables" / "reported_results.csv"
+ARXIV = ("The paper's LaTeX source: https://arxiv.org/e-print/2008.10030 (arXiv 2008.10030, a gzipped tar; pass its "
+         "main .tex file).")
 
 COLUMNS = ("table", "dataset", "setting", "method", "variant", "task", "column", "value", "std", "unit", "source")
 KEY = COLUMNS[:7]
@@ -287,12 +290,12 @@ def write_csv(records: list[Record], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("tex", nargs="?", type=Path, default=DEFAULT_TEX, help=f"paper source (default {DEFAULT_TEX})")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] + " " + ARXIV)
+    parser.add_argument("tex", type=Path, help="the paper's main LaTeX file (from its arXiv source)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"CSV to write (default {DEFAULT_OUT})")
     args = parser.parse_args(argv)
     if not args.tex.is_file():
-        parser.error(f"paper source {args.tex} not found; pass the path of dmp-tpami.tex as the first argument")
+        parser.error(f"paper source {args.tex} not found. {ARXIV}")
     records = extract(args.tex.read_text(encoding="utf-8"))
     write_csv(records, args.out)
     print(f"wrote {len(records)} reported cells to {args.out}")

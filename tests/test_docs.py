@@ -1,0 +1,118 @@
+"""The README and the docs a newcomer reads: the layout list is the package's folders, every link resolves, every
+evidence number of the README is one docs/evidence.md prints (which tests/test_evidence_report.py checks against
+the committed runs), the demo's timing stands in one place, and no reference points outside the repository."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+# The documents this test holds to "no reference a reader cannot follow" (the others have their own owners' tests).
+PLAIN = [ROOT / "README.md", ROOT / "docs" / "workflow.md", ROOT / "docs" / "figures.md", ROOT / "config" / "demo.yaml"]
+
+
+def _section(text: str, heading: str) -> str:
+    """The body under the Markdown heading ``heading`` (any level), up to the next heading."""
+    match = re.search(rf"^#+ {re.escape(heading)}\n(.*?)(?=^#+ |\Z)", text, re.S | re.M)
+    assert match, f"no heading {heading!r}"
+    return match.group(1)
+
+
+def _layout() -> list[str]:
+    block = re.search(r"```\n(.*?)```", _section(README, "Layout"), re.S).group(1)
+    return block.splitlines()
+
+
+def test_readme_layout_lists_every_module_and_package_of_dmp():
+    listed = {line.split()[0] for line in _layout() if line.startswith("  ") and line.strip() and
+              not line.startswith("   ")}
+    present = {p.name for p in (ROOT / "dmp").glob("*.py") if p.stem not in ("__init__", "__main__")}
+    present |= {p.name + "/" for p in (ROOT / "dmp").iterdir() if (p / "__init__.py").is_file()}
+    assert listed == present
+
+
+def test_readme_layout_names_every_rule_file_and_top_level_folder():
+    text = "\n".join(_layout())
+    rules = re.search(r"workflow/rules/\{([a-z,]+)\}\.smk", text).group(1).split(",")
+    assert sorted(rules) == sorted(p.stem for p in (ROOT / "workflow" / "rules").glob("*.smk"))
+    tracked = {"benchmarks", "config", "datasets", "docs", "dmp", "profiles", "requirements", "scripts", "tests",
+               "workflow"}
+    assert {d for d in tracked if (ROOT / d).is_dir()} == tracked
+    assert [d for d in tracked if f"{d}/" not in text] == []
+
+
+def _links(path: Path):
+    for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text()):
+        if not re.match(r"[a-z]+:", target):
+            yield target
+
+
+@pytest.mark.parametrize("path", [ROOT / "README.md", *DOCS], ids=lambda p: p.name)
+def test_relative_links_resolve(path):
+    broken = []
+    for target in _links(path):
+        file, _, anchor = target.partition("#")
+        dest = (path.parent / file).resolve() if file else path
+        if not dest.exists():
+            broken.append(target)
+        elif anchor and dest.suffix == ".md":
+            headings = re.findall(r"^#+ (.*)$", dest.read_text(), re.M)
+            anchors = {re.sub(r"[^a-z0-9 _-]", "", h.lower()).replace(" ", "-") for h in headings}
+            if anchor not in anchors:
+                broken.append(target)
+    assert broken == []
+
+
+@pytest.mark.parametrize("path", [p for p in PLAIN if p.suffix == ".md"], ids=lambda p: p.name)
+def test_no_heading_twice(path):
+    headings = re.findall(r"^#+ .*$", path.read_text(), re.M)
+    assert [h for h in set(headings) if headings.count(h) > 1] == []
+
+
+@pytest.mark.parametrize("path", PLAIN, ids=lambda p: p.name)
+def test_no_reference_a_reader_cannot_follow(path):
+    text = path.read_text()
+    found = re.findall(r"NOTES\.md|\bissue \d+|another owner|today's|shared/paper|\.\./shared", text, re.I)
+    assert found == []
+
+
+def test_the_demo_timing_stands_in_one_place():
+    timings = {p.name: re.findall(r"\d+ min \d+ s", p.read_text()) for p in [ROOT / "README.md", *DOCS]}
+    assert {name: found for name, found in timings.items() if found} == {"workflow.md": ["6 min 52 s"]}
+    assert "docs/workflow.md#demo-timings" in README
+
+
+def _evidence_table(text: str) -> dict[str, dict[str, str]]:
+    """{row label: {column: cell}} of the first Markdown table in ``text``."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("|") and not re.match(r"\|[ :|-]+\|$", line.strip())]
+    header, body = rows[0], rows[1:]
+    return {row[0]: dict(zip(header[1:], row[1:])) for row in body}
+
+
+def test_readme_evidence_numbers_are_the_evidence_reports():
+    evidence = (ROOT / "docs" / "evidence.md").read_text()
+    table = _evidence_table(_section(README, "Evidence"))
+    assert len(table) >= 4
+    for label, cells in table.items():
+        heading = re.fullmatch(r"\[(.+)\]\(docs/evidence\.md#[\w-]+\)", label).group(1)
+        section = _section(evidence, heading)
+        printed = _evidence_table(section)
+        assert cells.pop("seeds") == re.search(r"(\d+) seeds", section).group(1), heading
+        for method, value in cells.items():
+            avg = printed.get(method, {}).get("Avg", "").split(" ± ")[0]
+            assert value == avg, (heading, method, value, avg)
+    numbers = set(re.findall(r"\b\d+\.\d\b", README))
+    in_table = {v for cells in table.values() for v in cells.values()}
+    assert numbers <= in_table | {"3.11", "3.13", "3.14", "2.11", "2.14", "0.1"}, numbers - in_table
+
+
+def test_readme_gives_pip_install_and_the_dmp_command():
+    assert "pip install -e '.[test]'" in README and "pip install -c requirements/constraints.txt" in README
+    assert "dmp --help" in README and "dmp train --out" in README
+    assert [h for h in re.findall(r"^## (.*)$", README, re.M)][:3] == [
+        "The two commands", "The paper suite in three steps", "Evidence"]
