@@ -21,11 +21,8 @@ import yaml
 from .manifolds import LE_EPS
 from .manifolds import METRICS as _METRIC_FUNCTIONS
 
-METHODS = ("source_only", "source_only_bn", "dmp", "dmp_no_al", "dmp_no_ds", "dmp_ent")
-# Source-only training (cross-entropy on the source only). source_only_bn also forwards each target batch, without
-# any loss, so that its BatchNorm running statistics blend both domains as every DMP variant's do; the weights it
-# learns are those of source_only.
-SOURCE_ONLY = ("source_only", "source_only_bn")
+# The training methods are the registry's (dmp/methods/: one module each, with its own method-scoped keys); this
+# module imports it lazily (the methods' modules import Param from here).
 METRICS = tuple(_METRIC_FUNCTIONS)
 SETTINGS = ("vanilla", "partial")
 
@@ -36,6 +33,7 @@ class Param:
     help: str
     check: Callable[[Any], bool] | None = None
     expect: str = ""
+    source: str = ""  # a method-scoped key's default: the sentence / table of its own paper or code it rests on
 
 
 def _choice(*values):
@@ -108,9 +106,10 @@ PARAMS: dict[str, Param] = {
     "preset": Param("auto", "auto = apply the paper's preset for (dataset, setting); none = defaults only",
                     **_choice("auto", "none")),
     # --- method -----------------------------------------------------------------------------
-    "method": Param("dmp", "source_only, source_only_bn (source-only whose BatchNorm statistics also see the target "
-                    "batches, no target loss), dmp, dmp_no_al (no alignment), dmp_no_ds (no discriminative terms), "
-                    "dmp_ent (DMP + target entropy)", **_choice(*METHODS)),
+    "method": Param("dmp", "the training method, a name of the registry dmp/methods/ (listed below with their own "
+                    "keys): source_only, source_only_bn (its BatchNorm statistics also see the target batches), dmp, "
+                    "dmp_no_al (no alignment), dmp_no_ds (no discriminative terms), dmp_ent (DMP + target entropy), "
+                    "and the comparison methods", lambda v: isinstance(v, str), "a registered method name"),
     "metric": Param("G", "manifold metric for the alignment loss: Grassmann, affine Grassmann, Log-Euclidean",
                     **_choice(*METRICS)),
     "lambda1": Param(10.0, "weight of the discriminative structure loss L_DS (Eq. Objective)", **_nonneg()),
@@ -347,19 +346,35 @@ def value_problem(param: Param, value, written=None) -> str | None:
 
 
 def resolve(user: dict[str, Any]) -> dict[str, Any]:
-    """Merge defaults, the paper preset and the user's values; validate; return the full config."""
-    unknown = sorted(set(user) - set(PARAMS))
+    """Merge defaults, the paper preset and the user's values; validate; return the full config.
+
+    The config holds the keys of :data:`PARAMS` and the method-scoped keys of the run's method (its own and those
+    it ``uses``, dmp/methods/); a key of another method is refused, naming the methods it belongs to."""
+    from . import methods
+
+    method = methods.get(_coerce(user.get("method", PARAMS["method"].default)))
+    scoped = methods.scoped_params(method.name)
+    scope = {**PARAMS, **scoped}
+    unknown = sorted(set(user) - set(scope))
     if unknown:
-        raise ConfigError(f"unknown config key(s): {', '.join(k + did_you_mean(k, PARAMS) for k in unknown)} "
+        elsewhere = {k: methods.owners(k) for k in unknown if methods.owners(k)}
+        if elsewhere:
+            key, owners = next(iter(elsewhere.items()))
+            raise ConfigError(f"config key {key!r} belongs to method(s) {', '.join(owners)}, not to method "
+                              f"{method.name!r} (see python -m dmp config --show)")
+        known = [*scope, *methods.declared_params()]
+        raise ConfigError(f"unknown config key(s): {', '.join(k + did_you_mean(k, known) for k in unknown)} "
                           f"(see dmp config --show)")
-    cfg = defaults()
+    cfg = {k: p.default for k, p in scope.items()}
     preset_name = user.get("preset", cfg["preset"])
     if preset_name == "auto":
-        cfg.update(_preset(user.get("dataset"), user.get("setting", cfg["setting"])))
+        cfg.update({k: v for k, v in _preset(user.get("dataset"), user.get("setting", cfg["setting"])).items()
+                    if k in scope})
     cfg.update({k: _coerce(v) for k, v in user.items()})
-    for key in FLOAT_KEYS:
+    floats = [k for k, p in scoped.items() if isinstance(p.default, float)]
+    for key in (*FLOAT_KEYS, *floats):
         cfg[key] = _as_float(cfg[key])
-    for key, param in PARAMS.items():
+    for key, param in scope.items():
         problem = value_problem(param, cfg[key])
         if problem:
             raise ConfigError(f"config key {key!r} {problem}")
@@ -371,8 +386,7 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"config key {key!r} is required")
     if cfg["target_split"] is None:
         cfg["target_split"] = "partial" if cfg["setting"] == "partial" else "full"
-    if cfg["method"] == "dmp_ent" and cfg["entropy_weight"] == 0:
-        raise ConfigError("config key 'entropy_weight' must be > 0 for method dmp_ent")
+    method.check(cfg)
     if cfg["weights_path"] and cfg["backbone"] == "identity":
         raise ConfigError(f"config key 'weights_path' = {short_repr(cfg['weights_path'])}: the identity backbone (feature "
                           "vectors) has no weights to load; drop weights_path or choose a CNN backbone")
@@ -445,12 +459,22 @@ def load_yaml(path) -> dict[str, Any]:
     return data
 
 
-
-
 def describe() -> str:
-    """Human-readable table of every parameter, its default and its meaning."""
-    width = max(map(len, PARAMS))
-    return "\n".join(f"{k:<{width}}  {p.default!r:<14}  {p.help}" for k, p in PARAMS.items())
+    """Human-readable table of every parameter, its default and its meaning; then each registered method (label,
+    paper) with its own keys and the source of each default."""
+    from . import methods
+
+    declared = methods.declared_params()
+    width = max(map(len, [*PARAMS, *declared]))
+    lines = [f"{k:<{width}}  {p.default!r:<14}  {p.help}" for k, p in PARAMS.items()]
+    for name in methods.names():
+        m = methods.get(name)
+        lines += ["", f"method {name} ({m.label}; {m.paper})"]
+        lines += [f"  {k:<{width - 2}}  {p.default!r:<14}  {p.help}" + (f" [source: {p.source}]" if p.source else "")
+                  for k, p in m.params.items()]
+        if m.uses:
+            lines.append(f"  (also uses: {', '.join(m.uses)})")
+    return "\n".join(lines)
 
 
 def did_you_mean(key, known) -> str:
@@ -466,12 +490,16 @@ def check_values(values: dict[str, Any], where: str) -> None:
     ``train:`` or an ``overrides[i].set``), key by key against :data:`PARAMS`; errors name ``<where>.<key>``."""
     if not isinstance(values, dict):
         raise ConfigError(f"{where} must be a mapping of key: value, got {short_repr(values)}")
+    from . import methods
+
+    declared = methods.declared_params()
     for key, value in values.items():
-        if key not in PARAMS:
-            raise ConfigError(f"{where}.{key}: unknown config key{did_you_mean(key, PARAMS)}; see dmp config --show")
-        # the same coercion and check as a run's config (dependent keys, e.g. crop <= resize, are checked when the
+        if key not in PARAMS and key not in declared:
+            raise ConfigError(f"{where}.{key}: unknown config key{did_you_mean(key, [*PARAMS, *declared])}; see "
+                              f"dmp config --show")
+        # the same coercions and check as a run's config (dependent keys, e.g. crop <= resize, are checked when the
         # suite resolves each run's config)
-        param = PARAMS[key]
+        param = PARAMS[key] if key in PARAMS else declared[key][1]
         coerced = _coerce(value)
         if key in FLOAT_KEYS or isinstance(param.default, float):
             coerced = _as_float(coerced)

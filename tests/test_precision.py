@@ -11,6 +11,7 @@ import torch
 from PIL import Image
 
 import dmp.train.trainer as trainer_mod
+import dmp.methods.dmp as dmp_method
 from dmp.config import ConfigError, resolve, resolve_workers
 from dmp.data.inputs import ImageListDataset, Task, TensorDataset, image_transforms
 from dmp.train import train
@@ -42,13 +43,13 @@ CNN = dict(backbone="smallcnn", pretrained=False, bottleneck_dims=[32, 16], batc
 @pytest.mark.parametrize("backbone", ["identity", "smallcnn"])
 def test_bf16_autocast_runs_forward_in_bf16_and_losses_in_fp32(tmp_path, monkeypatch, backbone):
     seen = {"feats": set(), "logits": set()}
-    real = trainer_mod.dmp_losses
+    real = dmp_method.dmp_losses
 
     def spy(cfg, it, feats_s, y_s, feats_t, p_t, *rest):
         seen["feats"].update(str(f.dtype) for f in feats_s + feats_t)
         return real(cfg, it, feats_s, y_s, feats_t, p_t, *rest)
 
-    monkeypatch.setattr(trainer_mod, "dmp_losses", spy)
+    monkeypatch.setattr(dmp_method, "dmp_losses", spy)
     over = dict(precision="bf16", iterations=12, intra_start=0, anchor_period=4, log_every=1, metric="LE")
     if backbone == "smallcnn":
         over.update(CNN)
@@ -128,7 +129,7 @@ def test_fp32_image_run_is_identical_with_and_without_workers(tmp_path):
     (5, 100, 5),    # a logging iteration raises before its update, as before
 ])
 def test_non_finite_loss_is_raised_and_never_checkpointed(tmp_path, monkeypatch, bad_at, checkpoint_every, read_at):
-    real = trainer_mod.dmp_losses
+    real = dmp_method.dmp_losses
 
     def poisoned(cfg, it, *args):
         out = real(cfg, it, *args)
@@ -136,7 +137,7 @@ def test_non_finite_loss_is_raised_and_never_checkpointed(tmp_path, monkeypatch,
             out["align"] = out["align"] * float("nan")
         return out
 
-    monkeypatch.setattr(trainer_mod, "dmp_losses", poisoned)
+    monkeypatch.setattr(dmp_method, "dmp_losses", poisoned)
     cfg = small_cfg(iterations=20, intra_start=0, log_every=5, checkpoint_every=checkpoint_every)
     with pytest.raises(FloatingPointError, match=f"iteration {bad_at}") as err:
         train(cfg, tmp_path, task=shift_task(), progress=False)

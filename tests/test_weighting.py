@@ -1,5 +1,5 @@
 """Class weights (dmp/weighting.py, Eq. ClassWeight), the learning-rate schedule (dmp/train/schedule.py) and how
-the weights enter the DMP terms of one iteration (dmp/train/trainer.py ``dmp_losses``):
+the weights enter the DMP terms of one iteration (dmp/methods/dmp.py ``dmp_losses``):
 
 - vanilla: w = 1/c; the intra-class term (Eq. WeightedIntraLoss) is scaled by w (sum_one: 1/c x the unweighted
   Eq. IntraLoss&Truncated; mean_one: exactly the unweighted value) and the alignment term uses the source rows
@@ -17,7 +17,7 @@ from dmp.anchors import Anchors
 from dmp.config import resolve
 from dmp.losses import inter_class_loss, intra_class_loss
 from dmp.train.schedule import lr_factor
-from dmp.train.trainer import dmp_losses
+from dmp.methods.dmp import dmp_losses
 from dmp.weighting import class_weights, normalise_weights, weight_source_features
 
 C = 10  # the demo's classes

@@ -61,6 +61,10 @@ def test_each_log_row_is_the_objective_and_terms_are_zero_exactly_where_they_sho
     assert [int(r["iteration"]) for r in rows] == list(range(9))
     method = c["method"]
     trained = method not in ("source_only", "source_only_bn")
+    # log.csv holds the method's own terms only (dmp/methods/): source-only logs none of DMP's
+    assert set(rows[0]) == {"iteration", "lr", "loss", "ce"} | ({"inter", "intra", "align", "entropy"} if trained
+                                                                  else set())
+    rows = [{"inter": 0.0, "intra": 0.0, "align": 0.0, "entropy": 0.0, **r} for r in rows]
     ds = trained and method != "dmp_no_ds"
     first_anchor = 0 if c["anchor_mode"] == "full_pass" else period  # accumulate: first window closes at T_up
     for r in rows:

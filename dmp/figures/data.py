@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dmp.config import SOURCE_ONLY
+from dmp import methods
 from dmp.figures.load import RunReader, rel
 from dmp.figures.plan import FigurePlan
 
@@ -260,7 +260,9 @@ def weights(plan: FigurePlan, spec: dict, reader: RunReader) -> pd.DataFrame:
         found = reader.seeds(run, spec["seeds"])
         per_seed, source = [], ""
         for m in found.values():
-            if m["config"]["method"] in SOURCE_ONLY or not m.get("class_weights"):
+            # a method without the mean target prediction has uniform class weights: plot what it predicts
+            if not methods.get(m["config"]["method"]).needs(m["config"]).mean_prediction \
+                    or not m.get("class_weights"):
                 w = np.clip(np.asarray(m["target_mean_prediction"], float), 0, None)
                 per_seed.append(w / max(w.sum(), 1e-12))
                 source = "target_mean_prediction"

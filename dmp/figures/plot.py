@@ -12,13 +12,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-METHOD_LABELS = {"source_only": "Source only", "source_only_bn": "Source only, BN sees target", "dmp": "DMP",
-                 "dmp_ent": "DMP+ent", "dmp_no_al": "DMP (No AL)", "dmp_no_ds": "DMP (No DS)"}
 GAP = "0.85"  # grey of a missing cell
 
 
 def method_label(method: str) -> str:
-    return METHOD_LABELS.get(method, method)
+    from dmp import methods  # the registry's label (dmp/methods/)
+    return methods.label(method)
 
 
 def task_label(task: str) -> str:

@@ -9,26 +9,27 @@ layers ``l``. Its hyper-parameters (lambda1, lambda2, k, metric, ...) are the gl
 from __future__ import annotations
 
 from .. import losses, manifolds, weighting
-from . import register
+from . import get, register
 from .base import ConfigError, Method, Needs, StepContext
 
 TERMS = ("inter", "intra", "align", "entropy")
 
 
-def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors, weights, device, sched, *, discriminative=True,
-               align=True, entropy=False):
-    """The DMP terms of one iteration; returns a dict of (unweighted) scalar tensors.
+def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors, weights, device, sched):
+    """The DMP terms of one iteration of DMP variant ``cfg["method"]``; returns a dict of (unweighted) scalar
+    tensors.
 
     The class weights ``w`` of Eq. ClassWeight (``1/c`` vanilla, ``pi`` partial; scaled by ``weight_norm``)
     enter Eq. WeightedIntraLoss in both settings, as Algorithm DMP computes them in both, and the source rows of
     Eq. WeightedAlignLoss only in the partial setting (in the vanilla setting the source manifold is the whole
-    source domain; a uniform row scale would only shift the Log-Euclidean distance). ``discriminative``, ``align``
-    and ``entropy`` switch the terms of the variants on and off (a term switched off is 0)."""
+    source domain; a uniform row scale would only shift the Log-Euclidean distance). The variant's
+    ``discriminative``, ``align`` and ``entropy`` switch its terms on and off (a term switched off is 0)."""
+    variant = get(cfg["method"])
     zero = feats_s[0].sum() * 0.0
     out = {"inter": zero, "intra": zero, "align": zero, "entropy": zero}
     w_intra = weighting.normalise_weights(weights, cfg["weight_norm"]).to(device)
     w = w_intra if cfg["setting"] == "partial" else None
-    if discriminative and anchors.ready:
+    if variant.discriminative and anchors.ready:
         class_means, means = anchors.on(device)
         for l, (hs, ht) in enumerate(zip(feats_s, feats_t)):
             if it >= sched["inter_start_iteration"]:
@@ -38,12 +39,12 @@ def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors, weights, device, sc
                 out["intra"] = out["intra"] + losses.intra_class_loss(ht, p_t, class_means[l], k=cfg["k"],
                                                                       class_weights=w_intra,
                                                                       grad_p=cfg["intra_grad_p"])
-    if align:
+    if variant.align:
         for hs, ht in zip(feats_s, feats_t):
             hs = hs if w is None else weighting.weight_source_features(hs, y_s, w)
             out["align"] = out["align"] + manifolds.alignment_distance(
                 cfg["metric"], hs, ht, dim=cfg["grassmann_dim"], eps=cfg["le_eps"])
-    if entropy:
+    if variant.entropy:
         out["entropy"] = losses.entropy_loss(p_t)
     return out
 
@@ -55,7 +56,7 @@ class DMP(Method):
     paper = "Luo, Ren, Dai, Yan, Unsupervised Domain Adaptation via Discriminative Manifold Propagation, TPAMI"
     terms = TERMS
     anchors = True
-    discriminative, align, entropy = True, True, False
+    discriminative, align, entropy = True, True, False  # the terms of this variant (dmp_losses)
 
     def needs(self, cfg):
         # Every variant keeps the anchor pass (dmp_no_ds too: its partial alignment weights come from the same
@@ -64,8 +65,7 @@ class DMP(Method):
 
     def losses(self, ctx: StepContext):
         return dmp_losses(ctx.cfg, ctx.iteration, ctx.feats_s, ctx.y_s, ctx.feats_t, ctx.p_t, ctx.anchors,
-                          ctx.class_weights, ctx.device, ctx.sched, discriminative=self.discriminative,
-                          align=self.align, entropy=self.entropy)
+                          ctx.class_weights, ctx.device, ctx.sched)
 
     def total(self, ce, terms, ctx):
         cfg = ctx.cfg  # Eq. Objective, summed in this order (a deterministic run's numbers depend on it)

@@ -13,12 +13,21 @@ from tabulate import tabulate
 
 from dmp.tables.reported import PLACE
 
-METHOD_LABELS = {  # in the paper's row order
-    "source_only": "Source only", "source_only_bn": "Source only, BN sees target", "dan": "DAN", "dann": "DANN",
-    "jan": "JAN", "iwan": "IWAN", "pada": "PADA",
-    "san": "SAN", "etn": "ETN", "cdan": "CDAN", "cdan_e": "CDAN+E", "bsp_dann": "BSP+DANN", "bsp_cdan": "BSP+CDAN",
-    "hafn": "HAFN", "safn": "SAFN", "dmp_no_al": "DMP (No AL)", "dmp_no_ds": "DMP (No DS)", "dmp": "DMP",
-    "dmp_ent": "DMP+ent"}
+# The paper's row order (reported baselines are sorted by it). A method we run prints the label of its registry
+# entry (dmp/methods/); PAPER_LABELS name the rows of the paper that no registered method runs (copied only).
+ROW_ORDER = ("source_only", "source_only_bn", "dan", "dann", "jan", "iwan", "pada", "san", "etn", "cdan", "cdan_e",
+             "bsp_dann", "bsp_cdan", "hafn", "safn", "dmp_no_al", "dmp_no_ds", "dmp", "dmp_ent")
+PAPER_LABELS = {"dan": "DAN", "dann": "DANN", "jan": "JAN", "iwan": "IWAN", "pada": "PADA", "san": "SAN",
+                "etn": "ETN", "cdan": "CDAN", "cdan_e": "CDAN+E", "bsp_dann": "BSP+DANN", "bsp_cdan": "BSP+CDAN",
+                "hafn": "HAFN", "safn": "SAFN"}
+
+
+def method_label(method: str) -> str:
+    """A table row's method label: the registry's, else the paper's name of a row we do not run."""
+    from dmp import methods
+    return methods.label(method) if method in methods.names() else PAPER_LABELS.get(method, method)
+
+
 DATASET_LABELS = {"office31": "Office-31", "officehome": "Office-Home", "imageclef": "ImageCLEF-DA",
                   "visda2017": "VisDA-2017", "demo": "Demo (generated shapes)", "all": "all datasets"}
 TITLES = {"vanilla": "Recognition rates (%) under the vanilla setting",
@@ -56,7 +65,7 @@ def row_label(table: str, row: str, tex: bool = False) -> str:
         return f"$\\alpha={row}$" if tex else f"alpha={row}"
     if table == "sample_size":
         return f"$n^s_c$={row}" if tex else f"n_s={row}"
-    return METHOD_LABELS.get(row, row)
+    return method_label(row)
 
 
 def tex_escape(text: str) -> str:
@@ -85,11 +94,11 @@ def _entries(agg: pd.DataFrame, reported: pd.DataFrame, table: str, block: str) 
     keep = pd.Series([(m, v) not in ours_rows and v == "" for m, v in zip(base["method"], base["variant"])],
                      index=base.index, dtype=bool)
     base = base[keep]
-    order = {m: i for i, m in enumerate(METHOD_LABELS)}
+    order = {m: i for i, m in enumerate(ROW_ORDER)}
     base = base.sort_values("method", key=lambda m: m.map(order).fillna(len(order)), kind="stable")
     if len(base):
         base = pd.DataFrame({
-            "row": "reported:" + base["method"], "label": [f"{METHOD_LABELS.get(m, m)} (reported)"
+            "row": "reported:" + base["method"], "label": [f"{method_label(m)} (reported)"
                                                              for m in base["method"]],
             "column": base["column_shown"], "value": base["value_num"], "std": base["std_num"], "n": 0,
             "expected": 0, "unit": base["unit"], "derived": base["column_shown"] == "Mean", "reported": True})

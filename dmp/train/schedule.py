@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ..config import SOURCE_ONLY
+from .. import methods
 
 
 def lr_factor(schedule: str, progress: float) -> float:
@@ -39,8 +39,9 @@ def schedule(cfg: dict, n_source: int) -> dict:
 
     Returns ``iterations`` (T_max), ``iterations_per_epoch``, ``epochs`` (T_max in epochs),
     ``intra_start_iteration``, ``inter_start_iteration``, ``anchor_period`` (T_up, iterations) and
-    ``anchor_refreshes`` (how many times the anchors are computed during the run: a full pass runs at
-    iterations 0, T_up, 2 T_up, ...; accumulation windows close at T_up, 2 T_up, ...)."""
+    ``anchor_refreshes`` (how many times the anchors and/or the mean target prediction are computed during the
+    run, for a method that needs them: a full pass runs at iterations 0, T_up, 2 T_up, ...; accumulation windows
+    close at T_up, 2 T_up, ...)."""
     per_epoch = cfg["epoch_iterations"] or math.ceil(n_source / cfg["batch_size"])
     total = cfg["iterations"] or max(1, int(round(cfg["epochs"] * per_epoch)))
     period = max(1, at_iteration(cfg["anchor_period"], per_epoch))
@@ -52,5 +53,5 @@ def schedule(cfg: dict, n_source: int) -> dict:
         "intra_start_iteration": at_iteration(cfg["intra_start"], per_epoch),
         "inter_start_iteration": at_iteration(cfg["inter_start"], per_epoch),
         "anchor_period": period,
-        "anchor_refreshes": refreshes if cfg["method"] not in SOURCE_ONLY else 0,
+        "anchor_refreshes": refreshes if methods.get(cfg["method"]).needs(cfg).refreshes else 0,
     }

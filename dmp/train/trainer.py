@@ -1,9 +1,10 @@
-"""Algorithm DMP: the training loop, resumable and deterministic.
+"""The training loop of every registered method (Algorithm DMP for DMP), resumable and deterministic.
 
-Objective (Eq. Objective): ``L = L_CE + lambda1 * L_DS + lambda2 * L_AL`` (``+ entropy_weight * L_ent`` for
-``dmp_ent``), with ``L_DS = sum_l (L_inter^l + L_intra^l)`` and ``L_AL = sum_l L_align^l`` over the manifold
-layers ``l``. Source and target batches go through the network in separate calls (BatchNorm sees
-single-domain batches, as in the authors' code).
+The method (dmp/methods/, ``cfg["method"]``) says what it needs from the loop (the target batch, anchors, the mean
+target prediction), which extra modules it trains, and its loss terms and objective; the loop never tests a method
+name. Source and target batches go through the network in separate calls (BatchNorm sees single-domain batches, as
+in the authors' code). ``log.csv`` holds ``iteration, lr, loss, ce`` and the method's own terms (``loss`` is the
+logged total).
 """
 from __future__ import annotations
 
@@ -20,21 +21,26 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from .. import manifolds
+from .. import methods
 from ..anchors import Anchors
-from ..config import SOURCE_ONLY, ConfigError, resolve_workers
+from ..config import ConfigError, resolve_workers
 from ..data.inputs import BatchStream, Task, TensorDataset, eval_loader
 from ..io import remove_temp_files, sha256_file
-from ..losses import entropy_loss, inter_class_loss, intra_class_loss
 from ..models import DMPNet, batch_statistics, build_backbone
-from ..weighting import class_weights, normalise_weights, weight_source_features
+from ..weighting import class_weights
 from . import checkpoint as ckpt
 from . import snapshot
 from .evaluate import classification_report, interpolation_report, predict
 from .provenance import code_version, git_commit, packages
 from .schedule import lr_factor, schedule, set_lr
 
-LOG_FIELDS = ["iteration", "lr", "loss", "ce", "inter", "intra", "align", "entropy"]
+LOG_BASE = ["iteration", "lr", "loss", "ce"]  # then the method's terms
+
+
+def log_fields(method) -> list[str]:
+    """The log.csv columns of a run of ``method`` (a registered method or its name)."""
+    method = methods.get(method) if isinstance(method, str) else method
+    return LOG_BASE + list(method.terms)
 
 
 def seed_everything(seed: int, deterministic: bool = True):
@@ -53,37 +59,6 @@ def seed_everything(seed: int, deterministic: bool = True):
         torch.backends.cudnn.benchmark = False
     elif not deterministic:
         torch.backends.cudnn.benchmark = True  # cuDNN times the candidate kernels of each new shape, keeps the fastest
-
-
-def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors: Anchors, weights, device, sched):
-    """The DMP terms of one iteration; returns a dict of (unweighted) scalar tensors.
-
-    The class weights ``w`` of Eq. ClassWeight (``1/c`` vanilla, ``pi`` partial; scaled by ``weight_norm``)
-    enter Eq. WeightedIntraLoss in both settings, as Algorithm DMP computes them in both, and the source rows of
-    Eq. WeightedAlignLoss only in the partial setting (in the vanilla setting the source manifold is the whole
-    source domain; a uniform row scale would only shift the Log-Euclidean distance)."""
-    method = cfg["method"]
-    zero = feats_s[0].sum() * 0.0
-    out = {"inter": zero, "intra": zero, "align": zero, "entropy": zero}
-    w_intra = normalise_weights(weights, cfg["weight_norm"]).to(device)
-    w = w_intra if cfg["setting"] == "partial" else None
-    if method != "dmp_no_ds" and anchors.ready:
-        class_means, means = anchors.on(device)
-        for l, (hs, ht) in enumerate(zip(feats_s, feats_t)):
-            if it >= sched["inter_start_iteration"]:
-                out["inter"] = out["inter"] + inter_class_loss(hs, y_s, means[l], p_t.shape[1],
-                                                               absent=cfg["inter_absent"])
-            if it >= sched["intra_start_iteration"]:
-                out["intra"] = out["intra"] + intra_class_loss(ht, p_t, class_means[l], k=cfg["k"],
-                                                               class_weights=w_intra, grad_p=cfg["intra_grad_p"])
-    if method != "dmp_no_al":
-        for hs, ht in zip(feats_s, feats_t):
-            hs = hs if w is None else weight_source_features(hs, y_s, w)
-            out["align"] = out["align"] + manifolds.alignment_distance(
-                cfg["metric"], hs, ht, dim=cfg["grassmann_dim"], eps=cfg["le_eps"])
-    if method == "dmp_ent":
-        out["entropy"] = entropy_loss(p_t)
-    return out
 
 
 class Trainer:
@@ -124,7 +99,18 @@ class Trainer:
         in_memory = all(isinstance(d, TensorDataset) or getattr(d, "cache", None) is not None
                         for d in (task.source_train, task.target_train))
         self.workers = 0 if cfg["num_workers"] == "auto" and in_memory else resolve_workers(cfg["num_workers"])
+        # The method (dmp/methods/): what it needs from this loop, and the modules it trains besides the network
+        # (built after it, so that the network starts the same for every method), in the optimizer after the
+        # network's groups and in the checkpoint.
+        self.method = methods.get(cfg["method"])
+        self.needs = self.method.needs(cfg)
+        self.modules = self.method.build_modules(cfg, list(cfg["bottleneck_dims"]), task.num_classes)
+        if self.modules is not None:
+            self.modules = self.modules.to(self.device)
         groups = self.model.param_groups(cfg["lr"], cfg["backbone_lr_mult"])
+        self._head_group = len(groups) - 1  # the new layers' group: its lr is the one logged
+        if self.modules is not None:
+            groups += self.method.param_groups(self.modules, cfg)
         if cfg["optimizer"] == "adam":
             self.opt = torch.optim.Adam(groups, betas=tuple(cfg["betas"]), weight_decay=cfg["weight_decay"],
                                         fused=True)
@@ -153,11 +139,13 @@ class Trainer:
     # -- anchors ---------------------------------------------------------------------------------------
     @property
     def uses_anchors(self):
-        return self.cfg["method"] not in SOURCE_ONLY
+        """Whether the method needs the periodic refresh (anchors and/or the mean target prediction)."""
+        return self.needs.refreshes
 
     @torch.no_grad()
     def refresh_anchors(self):
-        """Algorithm DMP line 4 (full_pass) or the end of an accumulation window (accumulate).
+        """Algorithm DMP line 4 (full_pass) or the end of an accumulation window (accumulate): the source anchors
+        (a method that needs them) and the mean target prediction (a method that needs it: the class weights).
 
         The full pass sees BatchNorm as configured by ``anchor_bn``: ``batch`` = each domain in shuffled
         batches of ``batch_size`` with batch statistics (what the losses see in training; running statistics
@@ -168,10 +156,11 @@ class Trainer:
         if cfg["anchor_mode"] == "accumulate":
             self.anchors.refresh_from_sums()
         else:
-            for x, y in self._anchor_batches(self.task.source_eval):
-                feats, _ = self.forward(x)
-                self.anchors.add_source(feats, y.to(self.device, non_blocking=self.pin_memory))
-            if cfg["setting"] == "partial":
+            if self.needs.anchors:
+                for x, y in self._anchor_batches(self.task.source_eval):
+                    feats, _ = self.forward(x)
+                    self.anchors.add_source(feats, y.to(self.device, non_blocking=self.pin_memory))
+            if self.needs.mean_prediction:
                 for x, _ in self._anchor_batches(self.task.target_eval):
                     self.anchors.add_target(torch.softmax(self.forward(x)[1], 1))
             self.anchors.refresh_from_sums()
@@ -237,28 +226,33 @@ class Trainer:
         transfer. A non-finite loss is recorded on the device every step (no wait) and raised when read: on a
         logging iteration before its update (as every step used to), otherwise at the next logging iteration or
         before the next checkpoint (:meth:`check_finite`), so no checkpoint ever holds the diverged weights."""
-        cfg = self.cfg
+        cfg, needs = self.cfg, self.needs
         self.model.train()
-        set_lr(self.opt, lr_factor(cfg["lr_schedule"], it / self.sched["iterations"]))
+        if self.modules is not None:
+            self.modules.train()
+        progress = it / self.sched["iterations"]
+        set_lr(self.opt, lr_factor(cfg["lr_schedule"], progress))
         ys = ys.to(self.device, non_blocking=self.pin_memory)
         feats_s, logits_s = self.forward(xs)
         ce = F.cross_entropy(logits_s, ys)
-        parts = {"ce": ce}
-        loss = ce
-        if cfg["method"] not in SOURCE_ONLY:
-            feats_t, logits_t = self.forward(xt)
-            p_t = torch.softmax(logits_t, 1)
-            parts.update(dmp_losses(cfg, it, feats_s, ys, feats_t, p_t, self.anchors, self._device_weights(),
-                                    self.device, self.sched))
-            loss = loss + cfg["lambda1"] * (parts["inter"] + parts["intra"]) + cfg["lambda2"] * parts["align"] \
-                + cfg["entropy_weight"] * parts["entropy"]
-            if cfg["anchor_mode"] == "accumulate":
-                self.anchors.add_source(feats_s, ys)
-                if cfg["setting"] == "partial":
-                    self.anchors.add_target(p_t)
-        elif xt is not None:  # source_only_bn: the target batch updates the BatchNorm running statistics only
+        ctx = methods.StepContext(cfg, it, progress, self.sched, self.task.num_classes, self.device, feats_s,
+                                  logits_s, ys, anchors=self.anchors if needs.anchors else None,
+                                  mean_prediction=self.anchors.mean_prediction, modules=self.modules)
+        if needs.target == "loss":
+            ctx.feats_t, ctx.logits_t = self.forward(xt)
+            ctx.p_t = torch.softmax(ctx.logits_t, 1)
+            ctx.class_weights = self._device_weights()
+        elif needs.target == "bn" and xt is not None:  # the target batch updates BatchNorm's running statistics only
             with torch.no_grad():
                 self.forward(xt)
+        terms = self.method.losses(ctx)
+        parts = {"ce": ce, **terms}
+        loss = self.method.total(ce, terms, ctx)
+        if needs.target == "loss" and cfg["anchor_mode"] == "accumulate":
+            if needs.anchors:
+                self.anchors.add_source(feats_s, ys)
+            if needs.mean_prediction:
+                self.anchors.add_target(ctx.p_t)
         self._nonfinite_at.masked_fill_(~torch.isfinite(loss.detach()) & (self._nonfinite_at < 0), it)
         row = None
         if log:
@@ -269,7 +263,8 @@ class Trainer:
             if not math.isfinite(values[0]):
                 raise FloatingPointError(f"non-finite loss at iteration {it}: "
                                          + ", ".join(f"{k}={v:.4g}" for k, v in zip(parts, values[1:])))
-            row = dict(zip(parts, values[1:]), iteration=it, lr=self.opt.param_groups[-1]["lr"], loss=values[0])
+            row = dict(zip(parts, values[1:]), iteration=it, lr=self.opt.param_groups[self._head_group]["lr"],
+                       loss=values[0])
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
@@ -310,8 +305,9 @@ class Trainer:
     # -- checkpoints -----------------------------------------------------------------------------------
     def _state(self):
         """Everything a resumed run needs, as tensors and plain values only (``ckpt.load_torch`` refuses
-        anything else)."""
-        return {"iteration": self.iteration, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
+        anything else); ``modules``: the method's extra modules (a domain discriminator), when it has any."""
+        extra = {"modules": self.modules.state_dict()} if self.modules is not None else {}
+        return {**extra, "iteration": self.iteration, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
                 "anchors": self.anchors.state_dict(), "weights": self.weights,
                 "train_seconds": self.train_seconds, "anchor_seconds": self.anchor_seconds,
                 "wall_seconds": self.wall_seconds, "config": self.cfg, "provenance": self.provenance,
@@ -320,7 +316,7 @@ class Trainer:
 
     def save_checkpoint(self, log_rows):
         if log_rows:
-            _append_log(self.out / "log.csv", log_rows)
+            _append_log(self.out / "log.csv", log_rows, log_fields(self.method))
             log_rows.clear()
         ckpt.save_torch(self._state(), self.out / "checkpoint.pt")
 
@@ -341,6 +337,8 @@ class Trainer:
         # with (Snakemake's --cores may differ between the two calls), so it ends with the same numbers.
         torch.set_num_threads(state["threads"])
         self.model.load_state_dict(state["model"])
+        if self.modules is not None:
+            self.modules.load_state_dict(state["modules"])
         self.opt.load_state_dict(state["opt"])
         self.anchors.load_state_dict(state["anchors"])
         self._anchors_to_device()
@@ -374,7 +372,7 @@ class Trainer:
         bar = tqdm(total=T, initial=self.iteration, desc=f"{cfg['method']} {cfg['source']}->{cfg['target']}",
                    disable=not self.progress, dynamic_ncols=True)
         pin = self.pin_memory
-        batches_t = self.target.iterate(self.iteration, stop, pin) if cfg["method"] != "source_only" else None
+        batches_t = self.target.iterate(self.iteration, stop, pin) if self.needs.target != "none" else None
         wall = time.perf_counter()  # wall_seconds: the loop below, less checkpoint writes and accuracy logging
         for xs, ys in self.source.iterate(self.iteration, stop, pin):
             it = self.iteration
@@ -469,13 +467,22 @@ class Trainer:
         return metrics
 
 
-def _append_log(path: Path, rows):
-    new = not path.exists()
+def _log_header(path: Path) -> list[str] | None:
+    if not path.exists():
+        return None
+    with open(path, newline="") as fh:
+        return next(csv.reader(fh), None)
+
+
+def _append_log(path: Path, rows, fields: list[str]):
+    """Append ``rows`` to log.csv, with ``fields`` as the header of a new file (an existing file keeps its own)."""
+    header = _log_header(path)
+    fields = header or fields
     with open(path, "a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=LOG_FIELDS, extrasaction="ignore")
-        if new:
+        writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
+        if header is None:
             writer.writeheader()
-        writer.writerows({k: r.get(k, 0.0) for k in LOG_FIELDS} for r in rows)
+        writer.writerows({k: r.get(k, 0.0) for k in fields} for r in rows)
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -485,9 +492,14 @@ def _truncate_log(path: Path, iteration: int):
     if not path.exists():
         return
     with open(path, newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if int(r["iteration"]) < iteration]
+        reader = csv.DictReader(fh)
+        rows = [r for r in reader if int(r["iteration"]) < iteration]
+        fields = reader.fieldnames
+    if not fields or not rows:  # nothing kept: the next append writes the run's own header
+        ckpt.save_text("", path)
+        return
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=LOG_FIELDS)
+    writer = csv.DictWriter(buf, fieldnames=fields)
     writer.writeheader()
     writer.writerows(rows)
     ckpt.save_text(buf.getvalue(), path)
