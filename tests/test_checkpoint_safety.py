@@ -92,3 +92,28 @@ def test_leftover_temporary_files_are_removed_when_a_run_resumes(tmp_path):
     train(CFG, tmp_path, task=shift_task(), progress=False)
     assert not [n for n in leftovers if (tmp_path / n).exists()]
     assert (tmp_path / "notes.tmp.txt").exists()  # not ours
+
+
+@pytest.mark.parametrize("name, damage, says", [
+    ("metrics.json", b"[1, 2, 3]\n", "holds a JSON list, not a run's metrics"),
+    ("metrics.json", b'{"status": "complete", "accur', "is not a metrics file (cut off or corrupt"),
+    ("config.yaml", bytes(range(256)) * 4, "is not a run config (not a YAML text file"),
+    ("config.yaml", b"- a\n- b\n", "is not a run config"),
+    ("log.csv", b"<html>garbage,,\n1,2\n", "is not a training log (line 1 is not the header"),
+    ("log.csv", b"\x89PNG\r\n\x1a\n\xff\xfe", "is not a training log (not UTF-8 text)"),
+    ("log.csv", b"iteration,lr,loss,ce\n0,0.1,1,1\nten,0.1,1,1\n", "is not a training log (line 3 has no integer"),
+])
+def test_a_corrupt_or_foreign_run_file_gives_one_line_naming_it(tmp_path, name, damage, says):
+    """What a run folder holds is read before any work: a damaged file is named, with what to do, and left as is."""
+    from dmp.cli import error_message
+
+    interrupted_run(tmp_path)
+    (tmp_path / "metrics.json").write_text("{}")  # (a file of each kind in the folder)
+    (tmp_path / name).write_bytes(damage)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(ValueError) as err:
+        train(CFG, tmp_path, task=shift_task(), progress=False)
+    message = error_message(err.value)
+    assert f"{tmp_path / name} {says}" in message and "delete" in message and "\n" not in message, message
+    assert len(message) < 400
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

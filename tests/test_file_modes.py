@@ -30,3 +30,36 @@ def test_temporary_names_are_recognised_as_leftovers(tmp_path):
     atomic_write(tmp_path / "c.pt", lambda fh: seen.extend(p.name for p in tmp_path.iterdir()))
     assert len(seen) == 1 and TEMP_NAME.fullmatch(seen[0]) and seen[0].startswith(".c.pt.")
     assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]
+
+
+@pytest.fixture
+def full_disk(monkeypatch):
+    """atomic_write's temporary files opened on /dev/full: every write fails with ENOSPC, as on a full disk."""
+    import dmp.io
+
+    real_open = os.open
+
+    def open_full(path, flags, mode=0o777, **kw):
+        if TEMP_NAME.fullmatch(os.path.basename(str(path))):
+            real_open(path, flags, mode)  # (the temporary file exists, as on a real disk, and must be removed)
+            return real_open("/dev/full", os.O_WRONLY)
+        return real_open(path, flags, mode, **kw)
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    monkeypatch.setattr(dmp.io.os, "open", open_full)
+
+
+@pytest.mark.parametrize("what", ["text", "checkpoint"])
+def test_a_full_disk_says_so_and_names_the_file(tmp_path, full_disk, what):
+    from dmp.cli import error_message
+
+    path = tmp_path / ("metrics.json" if what == "text" else "checkpoint.pt")
+    with pytest.raises(OSError) as err:
+        if what == "text":
+            write_text(path, "x" * 100_000)
+        else:
+            save_torch({"x": torch.zeros(100_000)}, path)
+    assert error_message(err.value) == (f"no space left on device while writing {path}; free some space there and "
+                                        f"run the command again")
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind

@@ -13,9 +13,9 @@ import yaml
 from ..config import PARAMS, ConfigError, load_yaml
 from ..io import atomic_write, write_json, write_text
 
-__all__ = ["CheckpointError", "LOCK_FILE", "RUNTIME_KEYS", "RunFolderBusy", "check_run_folder", "config_changes",
-           "holds_run_lock", "load_torch", "read_metrics_file", "run_lock", "save_json", "save_text", "save_torch",
-           "write_config"]
+__all__ = ["CheckpointError", "LOCK_FILE", "RUNTIME_KEYS", "RunFolderBusy", "check_log", "check_run_folder",
+           "config_changes", "holds_run_lock", "load_torch", "read_metrics_file", "run_lock", "save_json", "save_text",
+           "save_torch", "write_config"]
 
 # Config keys that change how a run executes, not what it computes: a run may resume with other values.
 RUNTIME_KEYS = ("threads", "num_workers", "device", "checkpoint_every")
@@ -136,12 +136,15 @@ def check_run_folder(out, cfg: dict) -> None:
     out = Path(out)
     if not any((out / n).exists() for n in RUN_FILES):
         return
+    if (out / "log.csv").exists():
+        check_log(out / "log.csv")
     if (out / "config.yaml").exists():
         try:
             stored = load_yaml(out / "config.yaml")
         except (ConfigError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{out / 'config.yaml'} is not a run config ({_first_line(exc)}); restore it, or "
-                              f"delete the run folder to train the run again") from None
+            why = _first_line(exc).removeprefix(f"{out / 'config.yaml'}: ")
+            raise ConfigError(f"{out / 'config.yaml'} is not a run config ({why}); restore it, or delete the run "
+                              f"folder to train the run again") from None
     elif (out / "metrics.json").exists():
         stored = read_metrics_file(out / "metrics.json").get("config") or {}
     elif not (out / "checkpoint.pt").exists():
@@ -157,6 +160,28 @@ def check_run_folder(out, cfg: dict) -> None:
 def _first_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def check_log(path) -> None:
+    """Refuse (:class:`ConfigError` naming the file and line) a ``log.csv`` that is not a training log: a header
+    starting with ``iteration`` and an integer iteration on every row (what a resume reads to cut it back)."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
+                return
+            if not header or header[0] != "iteration":
+                raise ValueError("line 1 is not the header 'iteration,lr,loss,...'")
+            for row in reader:
+                if row and not row[0].lstrip("-").isdigit():
+                    raise ValueError(f"line {reader.line_num} has no integer iteration")
+    except (ValueError, csv.Error) as exc:
+        why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else _first_line(exc)
+        raise ConfigError(f"{path} is not a training log ({why}); delete it (a resumed run goes on "
+                          f"without the rows before its checkpoint) or delete the run folder") from None
 
 
 def read_metrics_file(path) -> dict:
