@@ -218,6 +218,17 @@ def test_the_snakemake_rule_and_the_cli_build_the_same_bytes(tmp_path, table):
         assert a.read_bytes() == b.read_bytes(), a.name
 
 
+def test_time_table_headers_carry_their_unit(built):
+    """s/E and s/B columns told apart where they are read: the unit is in each column's header (the fixture config
+    has one column of each); the section names what it holds."""
+    text = (built / "time.md").read_text()
+    header = next(line for line in text.splitlines() if line.startswith("|  "))
+    units = {c["task"]: c["unit"] for c in CONFIG["tables"]["time"]["columns"]}
+    assert set(units.values()) == {"s/E", "s/B"}
+    assert [c.strip() for c in header.strip("|").split("|")][1:] == [f"{t} ({u})" for t, u in units.items()]
+    assert "## Per task (vanilla runs)" in text and "all datasets" not in text
+
+
 def test_reported_csv_is_the_packaged_one():
     """The tables' default CSV is a package data file of the installed package (pyproject's package-data), and the
     one the table builder reads when given none."""

@@ -29,7 +29,8 @@ def method_label(method: str) -> str:
 
 
 DATASET_LABELS = {"office31": "Office-31", "officehome": "Office-Home", "imageclef": "ImageCLEF-DA",
-                  "visda2017": "VisDA-2017", "demo": "Demo (generated shapes)", "all": "all datasets"}
+                  "visda2017": "VisDA-2017", "demo": "Demo (generated shapes)",
+                  "all": "Per task (vanilla runs)"}
 TITLES = {"vanilla": "Recognition rates (%) under the vanilla setting",
           "partial": "Recognition rates (%) under the partial setting",
           "manifold_ablation": "Ablation of the manifold metric (G, AG, LE)",
@@ -148,6 +149,14 @@ def _grid(entries: pd.DataFrame, texts: list[str]) -> pd.DataFrame:
     return grid.fillna(DASH)
 
 
+def _unit_headers(entries: pd.DataFrame, table: str) -> dict[str, str]:
+    """The time table's column headers with their unit, ``A->W (s/E)``, so that s/E and s/B columns are told
+    apart where they are read."""
+    if table != "time":
+        return {}
+    return {col: f"{col} ({unit})" for col, unit in dict(zip(entries["column"], entries["unit"])).items()}
+
+
 def notes(agg: pd.DataFrame, table: str, any_reported: bool) -> list[str]:
     out = []
     if (agg["n"] == 0).any():
@@ -214,9 +223,11 @@ def render(agg: pd.DataFrame, reported: pd.DataFrame, table: str) -> tuple[str, 
         best = _best(entries, table)
         name = DATASET_LABELS.get(block, block)
         md_grid = _grid(entries, [_cell_md(e, b) for (_, e), b in zip(entries.iterrows(), best)])
+        md_grid = md_grid.rename(columns=_unit_headers(entries, table))
         md += [f"## {name}", "", tabulate(md_grid, headers=[""] + list(md_grid.columns), tablefmt="github",
                                           disable_numparse=True), ""]
         tex_grid = _grid(entries, [_cell_tex(e, b) for (_, e), b in zip(entries.iterrows(), best)])
+        tex_grid = tex_grid.rename(columns=_unit_headers(entries, table))
         tex_grid.index = [tex_escape(l) if not l.startswith("$") else l for l in tex_grid.index]
         tex_grid.columns = [tex_escape(c) for c in tex_grid.columns]
         tex_grid.columns.name = tex_escape(name)
