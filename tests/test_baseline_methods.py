@@ -1,0 +1,241 @@
+"""The comparison methods as registered methods (dmp/methods/{dann,cdan,bsp,hafn,safn,pada}.py): each method's
+per-step terms against an independent computation written here, `python -m dmp train method=<each>` on a tiny
+synthetic task, the logged objective, finite numbers on one-class and tiny batches, and a resumed run identical
+to an uninterrupted one for every method with state (discriminator, random map, class weights)."""
+import csv
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import dmp.train
+from dmp import methods
+from dmp.cli import main
+from dmp.config import resolve
+from dmp.data.inputs import TensorDataset
+from dmp.methods.base import StepContext
+from dmp.train import train
+from tests.synthetic import shift_task, small_cfg
+
+BASELINES = ("dann", "cdan", "cdan_e", "bsp_dann", "bsp_cdan", "hafn", "safn", "pada")
+# the objective of each method, typed from the papers (docs/method.md, "Comparison methods"): {term: weight}
+PAPER_WEIGHTS = {"dann": {"transfer": 1.0}, "cdan": {"transfer": 1.0}, "cdan_e": {"transfer": 1.0},
+                 "bsp_dann": {"transfer": 1.0, "bsp": 1e-4}, "bsp_cdan": {"transfer": 1.0, "bsp": 1e-4},
+                 "hafn": {"norm": 0.05}, "safn": {"norm": 0.05}, "pada": {"transfer": 1.0}}
+
+
+def _np(t):
+    return t.detach().double().cpu().numpy()
+
+
+def _v(t):
+    return float(t.detach())
+
+
+def _bce(z, y):
+    return np.logaddexp(0, -z) if y == 1 else np.logaddexp(0, z)
+
+
+def _read_log(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _ctx(method, dims=(8, 5), classes=4, n=6, progress=0.3, mean_prediction=None, seed=0):
+    """A StepContext on random tensors, with the method's modules built (and put in eval mode: no dropout)."""
+    g = torch.Generator().manual_seed(seed)
+    cfg = resolve(small_cfg(method=method, bottleneck_dims=list(dims)))
+    m = methods.get(method)
+    mods = m.build_modules(cfg, list(dims), classes)
+    if mods is not None:
+        mods.eval()
+    feats_s = [torch.randn(n, d, generator=g, requires_grad=True) for d in dims]
+    feats_t = [torch.randn(n, d, generator=g, requires_grad=True) for d in dims]
+    logits_s, logits_t = torch.randn(n, classes, generator=g), torch.randn(n, classes, generator=g)
+    y_s = torch.tensor([0, 0, 0, 1, 2, 3][:n])
+    return m, StepContext(cfg=cfg, iteration=3, progress=progress, sched={}, num_classes=classes,
+                          device=torch.device("cpu"), feats_s=feats_s, logits_s=logits_s, y_s=y_s, feats_t=feats_t,
+                          logits_t=logits_t, p_t=torch.softmax(logits_t, 1), mean_prediction=mean_prediction,
+                          modules=mods)
+
+
+def _disc(ctx, x):
+    return _np(ctx.modules["discriminator"](torch.as_tensor(x, dtype=torch.float32)).reshape(-1))
+
+
+# -- the registry --------------------------------------------------------------------------------------
+def test_every_comparison_method_is_registered_with_label_paper_and_sources():
+    for name in BASELINES:
+        m = methods.get(name)
+        assert m.label and m.paper
+        for key, param in methods.scoped_params(name).items():
+            assert param.source, f"{name}: {key} has no source"
+    assert [methods.label(n) for n in ("cdan_e", "bsp_dann", "bsp_cdan")] == ["CDAN+E", "BSP+DANN", "BSP+CDAN"]
+    cfg = resolve(small_cfg(method="bsp_cdan"))
+    assert methods.get("bsp_cdan").weights(cfg) == PAPER_WEIGHTS["bsp_cdan"]
+    assert {k: cfg[k] for k in ("dann_hidden", "cdan_random_dim", "bsp_k")} == {"dann_hidden": 1024,
+                                                                               "cdan_random_dim": 1024, "bsp_k": 1}
+
+
+# -- each method's terms against an independent computation ---------------------------------------------
+def test_dann_term_is_the_bce_of_the_discriminator_on_the_last_layer():
+    m, ctx = _ctx("dann")
+    d = _disc(ctx, torch.cat([ctx.feats_s[-1], ctx.feats_t[-1]]))
+    ref = 0.5 * (_bce(d[:6], 1).mean() + _bce(d[6:], 0).mean())
+    assert _v(m.losses(ctx)["transfer"]) == pytest.approx(ref, rel=1e-5)
+
+
+def test_dann_reverses_the_gradient_with_the_scheduled_coefficient():
+    """The features receive -lambda_p times the gradient that descends the domain loss; the first layer none."""
+    m, ctx = _ctx("dann", progress=0.25)
+    loss = m.losses(ctx)["transfer"]
+    g_rev, = torch.autograd.grad(loss, ctx.feats_s[-1])
+    f = ctx.feats_s[-1].detach().clone().requires_grad_(True)
+    d = ctx.modules["discriminator"](torch.cat([f, ctx.feats_t[-1].detach()])).reshape(-1)
+    plain = 0.5 * (torch.nn.functional.softplus(-d[:6]).mean() + torch.nn.functional.softplus(d[6:]).mean())
+    g_plain, = torch.autograd.grad(plain, f)
+    torch.testing.assert_close(g_rev, -math.tanh(5 * 0.25) * g_plain)
+    assert ctx.feats_s[0].grad is None
+
+
+@pytest.mark.parametrize("entropy", [False, True])
+def test_cdan_term_against_numpy_multilinear_map_and_entropy_weights(entropy):
+    m, ctx = _ctx("cdan_e" if entropy else "cdan")
+    assert "map" not in ctx.modules                      # 5 x 4 = 20 <= 4096: the full multilinear map
+    f = np.concatenate([_np(ctx.feats_s[-1]), _np(ctx.feats_t[-1])])
+    logits = np.concatenate([_np(ctx.logits_s), _np(ctx.logits_t)])
+    P = np.exp(logits - logits.max(1, keepdims=True))
+    P /= P.sum(1, keepdims=True)
+    d = _disc(ctx, np.einsum("nc,nd->ncd", P, f).reshape(12, -1))
+    bce = np.concatenate([_bce(d[:6], 1), _bce(d[6:], 0)])
+    if entropy:  # the official weighting: per-domain sums, then sum(weight * bce) / sum(weight)
+        w = 1 + np.exp((P * np.log(P + 1e-5)).sum(1))
+        weight = np.concatenate([w[:6] / w[:6].sum(), w[6:] / w[6:].sum()])
+        ref = (weight * bce).sum() / weight.sum()
+    else:
+        ref = bce.mean()
+    assert _v(m.losses(ctx)["transfer"]) == pytest.approx(ref, rel=1e-5)
+
+
+def test_cdan_randomized_above_4096_against_numpy():
+    m, ctx = _ctx("cdan_e", dims=(8, 1025), classes=4)  # 1025 x 4 = 4100 > 4096
+    mods = ctx.modules
+    assert tuple(mods["map"].r_f.shape) == (1025, 1024) and mods["discriminator"].hidden[0].in_features == 1024
+    f = np.concatenate([_np(ctx.feats_s[-1]), _np(ctx.feats_t[-1])])
+    logits = np.concatenate([_np(ctx.logits_s), _np(ctx.logits_t)])
+    P = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    d = _disc(ctx, (f @ _np(mods["map"].r_f)) * (P @ _np(mods["map"].r_g)) / math.sqrt(1024))
+    w = 1 + np.exp((P * np.log(P + 1e-5)).sum(1))
+    ref = 0.5 * ((w[:6] * _bce(d[:6], 1)).sum() / w[:6].sum() + (w[6:] * _bce(d[6:], 0)).sum() / w[6:].sum())
+    assert _v(m.losses(ctx)["transfer"]) == pytest.approx(ref, rel=1e-4)
+    # the matrices are a function of the run's seed, not of the global random state
+    torch.manual_seed(123)
+    _, again = _ctx("cdan_e", dims=(8, 1025), classes=4)
+    assert torch.equal(again.modules["map"].r_f, mods["map"].r_f)
+
+
+@pytest.mark.parametrize("method", ["bsp_dann", "bsp_cdan"])
+def test_bsp_term_is_the_top_singular_values_of_the_last_layer(method):
+    m, ctx = _ctx(method)
+    ref = sum(np.linalg.svd(_np(h[-1]), compute_uv=False)[0] ** 2 for h in (ctx.feats_s, ctx.feats_t))
+    out = m.losses(ctx)
+    assert set(out) == {"transfer", "bsp"} and _v(out["bsp"]) == pytest.approx(ref, rel=1e-5)
+    base = methods.get("dann" if method == "bsp_dann" else "cdan_e")
+    assert _v(out["transfer"]) == pytest.approx(_v(base.losses(ctx)["transfer"]), rel=1e-6)
+
+
+def test_hafn_and_safn_terms_on_both_domains():
+    m, ctx = _ctx("hafn")
+    ns, nt = (np.linalg.norm(_np(h[-1]), axis=1) for h in (ctx.feats_s, ctx.feats_t))
+    assert _v(m.losses(ctx)["norm"]) == pytest.approx((ns.mean() - 25) ** 2 + (nt.mean() - 25) ** 2, rel=1e-6)
+    m, ctx = _ctx("safn")
+    out = m.losses(ctx)["norm"]
+    assert _v(out) == pytest.approx(2.0)              # delta_r^2 per domain
+    out.backward()
+    H = _np(ctx.feats_t[-1])
+    np.testing.assert_allclose(_np(ctx.feats_t[-1].grad), -2 / 6 * H / np.linalg.norm(H, axis=1, keepdims=True),
+                               rtol=1e-5)
+
+
+def test_pada_weights_the_source_ce_and_the_source_side_of_the_domain_loss():
+    mean_prediction = torch.tensor([0.6, 0.3, 0.1, 0.0])   # class 3: an outlier class never predicted
+    m, ctx = _ctx("pada", mean_prediction=mean_prediction)
+    gamma = np.array([1.0, 0.5, 1 / 6, 0.0])[_np(ctx.y_s).astype(int)]
+    L = _np(ctx.logits_s)
+    ce = np.log(np.exp(L).sum(1)) - L[np.arange(6), _np(ctx.y_s).astype(int)]
+    d = _disc(ctx, torch.cat([ctx.feats_s[-1], ctx.feats_t[-1]]))
+    out = m.losses(ctx)
+    assert _v(out["ce_weighted"]) == pytest.approx((gamma * ce).mean(), rel=1e-5)
+    assert _v(out["transfer"]) == pytest.approx(0.5 * ((gamma * _bce(d[:6], 1)).mean() + _bce(d[6:], 0).mean()),
+                                                   rel=1e-5)
+    ce_t = torch.nn.functional.cross_entropy(ctx.logits_s, ctx.y_s)
+    assert _v(m.total(ce_t, out, ctx)) == pytest.approx(_v(out["ce_weighted"] + out["transfer"]), rel=1e-6)
+    # before the first refresh: uniform weights, PADA is DANN
+    m, ctx = _ctx("pada")
+    assert _v(m.losses(ctx)["ce_weighted"]) == pytest.approx(ce.mean(), rel=1e-5)
+
+
+# -- the command line, the logged objective, numerics -------------------------------------------------
+@pytest.mark.parametrize("method", BASELINES)
+def test_cli_trains_each_method_and_logs_its_objective(method, tmp_path, monkeypatch, capsys):
+    real = dmp.train.train
+    monkeypatch.setattr(dmp.train, "train", lambda user, out, progress: real(
+        {**small_cfg(iterations=6, log_every=1, checkpoint_every=6), **user}, out, task=shift_task(),
+        progress=False))
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--out", str(tmp_path), "--quiet", f"method={method}"])
+    assert exit_.value.code == 0 and "target accuracy" in capsys.readouterr().out
+    rows = _read_log(tmp_path / "log.csv")
+    terms = methods.get(method).terms
+    assert len(rows) == 6 and list(rows[0]) == ["iteration", "lr", "loss", "ce", *terms]
+    for r in rows:
+        v = {k: float(x) for k, x in r.items()}
+        assert all(math.isfinite(x) for x in v.values())
+        ce = v["ce_weighted"] if method == "pada" else v["ce"]
+        expected = ce + sum(w * v[t] for t, w in PAPER_WEIGHTS[method].items())
+        assert v["loss"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_a_method_key_from_the_command_line_reaches_the_objective(tmp_path, monkeypatch):
+    real = dmp.train.train
+    monkeypatch.setattr(dmp.train, "train", lambda user, out, progress: real(
+        {**small_cfg(iterations=3, log_every=1, checkpoint_every=3), **user}, out, task=shift_task(),
+        progress=False))
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--out", str(tmp_path), "--quiet", "method=bsp_dann", "bsp_weight=0.5", "dann_trade_off=2"])
+    assert exit_.value.code == 0
+    for r in _read_log(tmp_path / "log.csv"):
+        v = {k: float(x) for k, x in r.items()}
+        assert v["loss"] == pytest.approx(v["ce"] + 2 * v["transfer"] + 0.5 * v["bsp"], rel=1e-5)
+
+
+@pytest.mark.parametrize("method", BASELINES)
+def test_finite_on_one_class_and_tiny_batches(method, tmp_path):
+    """A source with one class only and batches of two samples: every logged number stays finite."""
+    task = shift_task(classes=4, per_class=3)
+    one = TensorDataset(task.source_train.x.numpy(), np.zeros(len(task.source_train.labels), dtype=np.int64))
+    task.source_train = task.source_eval = one
+    m = train(small_cfg(method=method, iterations=6, batch_size=2, log_every=1, checkpoint_every=6), tmp_path,
+              task=task, progress=False)
+    assert all(math.isfinite(float(x)) for r in _read_log(tmp_path / "log.csv") for x in r.values())
+    assert math.isfinite(m["accuracy"])
+
+
+# -- resume identity -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("method, dims", [("dann", [32, 16]), ("cdan", [32, 16]), ("cdan_e", [32, 1025]),
+                                          ("bsp_dann", [32, 16]), ("bsp_cdan", [32, 16]), ("pada", [32, 16])])
+def test_a_resumed_run_is_identical_to_an_uninterrupted_one(method, dims, tmp_path):
+    """Stopped at iteration 12 (after the class-weight refresh of iteration 8, before the next one at 16) and
+    resumed: the same log, predictions, discriminator and random map as one run of 20 iterations."""
+    cfg = small_cfg(method=method, bottleneck_dims=dims, iterations=20, checkpoint_every=4, log_every=1)
+    ref = train(cfg, tmp_path / "ref", task=shift_task(), progress=False)
+    assert train(cfg, tmp_path / "run", task=shift_task(), progress=False, stop_after=12) is None
+    resumed = train(cfg, tmp_path / "run", task=shift_task(), progress=False)
+    assert (tmp_path / "ref" / "log.csv").read_text() == (tmp_path / "run" / "log.csv").read_text()
+    for key in ("accuracy", "confusion_matrix", "class_weights", "target_mean_prediction"):
+        assert resumed[key] == ref[key], key
+    a, b = (torch.load(p / "checkpoint.pt", weights_only=False) for p in (tmp_path / "ref", tmp_path / "run"))
+    assert a["modules"].keys() == b["modules"].keys() and ("map.r_f" in a["modules"]) == (dims[-1] == 1025)
+    for k in a["modules"]:
+        assert torch.equal(a["modules"][k], b["modules"][k]), k
