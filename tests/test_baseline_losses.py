@@ -168,7 +168,7 @@ def test_entropy_weighted_domain_loss_matches_official_normalisation():
     ws, wt = w(_np(p_s)), w(_np(p_t))
     weight = np.concatenate([ws / ws.sum(), wt / wt.sum()])
     bce = np.concatenate([_bce(_np(d_s), 1.0), _bce(_np(d_t), 0.0)])
-    assert float(loss) == pytest.approx((weight * bce).sum() / weight.sum(), rel=1e-6)
+    assert float(loss.detach()) == pytest.approx((weight * bce).sum() / weight.sum(), rel=1e-6)
 
 
 def test_entropy_weights_gradient_is_reversed_and_scaled():
@@ -208,7 +208,7 @@ def test_bsp_finite_on_degenerate_batches(h):
     loss.backward()
     assert torch.isfinite(loss) and torch.isfinite(h.grad).all()
     if h.shape == (1, 2):
-        assert float(loss) == pytest.approx(25 + 6.25)    # sigma = ||row|| = 5 and 2.5
+        assert float(loss.detach()) == pytest.approx(25 + 6.25)    # sigma = ||row|| = 5 and 2.5
 
 
 # -- adaptive feature norms (HAFN, SAFN) ---------------------------------------------------------------
@@ -217,7 +217,7 @@ def test_hafn_against_numpy_and_direction():
     H = rng.normal(size=(7, 10))
     h = torch.tensor(H, requires_grad=True)
     loss = hafn_loss(h, radius=25.0)
-    assert float(loss) == pytest.approx((np.linalg.norm(H, axis=1).mean() - 25.0) ** 2, rel=1e-12)
+    assert float(loss.detach()) == pytest.approx((np.linalg.norm(H, axis=1).mean() - 25.0) ** 2, rel=1e-12)
     loss.backward()
     # d/dh_i = 2 (mean - R) / n * h_i / ||h_i||: norms below R are pushed outwards (gradient points inwards)
     n = np.linalg.norm(H, axis=1, keepdims=True)
@@ -230,7 +230,7 @@ def test_safn_value_is_delta_squared_and_gradient_steps_each_norm():
     H = rng.normal(size=(4, 6)) * np.array([[0.1], [1.0], [5.0], [20.0]])
     h = torch.tensor(H, requires_grad=True)
     loss = safn_loss(h, delta_r=1.0)
-    assert float(loss) == pytest.approx(1.0)             # (||h|| - (||h|| + 1))^2 = 1 for every row
+    assert float(loss.detach()) == pytest.approx(1.0)             # (||h|| - (||h|| + 1))^2 = 1 for every row
     loss.backward()
     n = np.linalg.norm(H, axis=1, keepdims=True)
     np.testing.assert_allclose(_np(h.grad), -2 * 1.0 / 4 * H / n, rtol=1e-10)
