@@ -106,3 +106,42 @@ def test_prepare_from_committed_full_lists(isolated):
         registry.list_file("office31", "amazon", "first5")
     splits.prepare("office31", ["first5"])
     assert len(splits.read_list(registry.list_file("office31", "amazon", "first5"))) == 10
+
+
+def test_a_path_listed_twice_is_refused(tmp_path):
+    """One image listed twice (here with two labels) would count twice: refused naming the file and both lines,
+    whoever reads the list (a run's ImageListDataset included); ImageCLEF-DA's published lists keep theirs
+    (tests/test_data_fetch.py)."""
+    from dmp.data.inputs import ImageListDataset
+
+    listed = tmp_path / "solid_full.txt"
+    listed.write_text("solid/images/arrow/a.png 0\nsolid/images/arrow/b.png 0\nsolid/images/arrow/a.png 3\n")
+    with pytest.raises(ValueError, match=r"solid_full\.txt:3: 'solid/images/arrow/a\.png' is listed again \(first "
+                                         r"on line 1\)"):
+        splits.read_list(listed)
+    with pytest.raises(ValueError, match=r"solid_full\.txt:3: .* is listed again"):
+        ImageListDataset(tmp_path, listed, None, num_classes=10)
+
+
+def test_empty_per_class_split_is_refused(isolated, capsys):
+    """``prepare --splits n0`` would write empty lists (and change the dataset's version): refused before any
+    file is written."""
+    import argparse
+
+    from dmp.data import cli
+
+    spec = registry.get_dataset("office31")
+    for d in spec.domains:
+        splits.write_list(registry.lists_dir("office31") / f"{d.name}_full.txt",
+                          [(f"{d.folder}/{p}", lab) for p, lab in _full(spec, 2)])
+    before = sorted(registry.lists_dir("office31").iterdir())
+    with pytest.raises(ValueError, match="split 'n0': K must be at least 1"):
+        splits.prepare("office31", ["n2", "n0"])
+    with pytest.raises(ValueError, match="unknown split 'n0'"):
+        registry.list_file("office31", "amazon", "n0")
+    parser = argparse.ArgumentParser()
+    cli.add_subparsers(parser.add_subparsers(dest="command"))
+    with pytest.raises(SystemExit) as code:
+        cli.main(parser.parse_args(["data", "prepare", "office31", "--splits", "n0"]))
+    assert code.value.code == 2 and "K must be at least 1" in capsys.readouterr().err
+    assert sorted(registry.lists_dir("office31").iterdir()) == before

@@ -154,6 +154,10 @@ MNIST_USPS = DatasetSpec(
                       sha256="7fbb67f14af7236e18a38dc8a0a836142361e9e720e4b763a5e2db511d306d6c", size=3044944),),
     label_offset=-1, sample_shape=(1, 16, 16), column_major=True, splits=("full",))
 
+# Datasets whose published label lists name some images twice, under two labels (ImageCLEF-DA's p list: nine
+# images); their lists keep every entry, as published. Any other list naming a path twice is refused.
+PUBLISHED_DUPLICATES = ("imageclef",)
+
 # Read-only copies used where present and nothing was fetched into the data root (the project's developers keep
 # the two evidence datasets there); a user fetches them (`python -m dmp data fetch <name>`) into the data root.
 SHARED_COPIES = {"office_caltech10": "../shared/data/office_caltech10_googlenet",

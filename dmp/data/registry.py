@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..io import sha256_file, write_json, write_text
-from .catalog import BUILTIN, SHARED_COPIES
+from .catalog import BUILTIN, PUBLISHED_DUPLICATES, SHARED_COPIES
 from .spec import DatasetSpec, partial_indices, spec_from_yaml
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -155,7 +155,7 @@ def lists_dir(name: str) -> Path:
     return dataset_dir(name) / "lists"
 
 
-_SPLIT_RE = re.compile(r"^(full|partial|first\d+|n\d+)$")
+_SPLIT_RE = re.compile(r"^(full|partial|first[1-9]\d*|n[1-9]\d*)$")
 
 
 def list_file(name: str, domain: str, split: str = "full") -> Path:
@@ -166,7 +166,7 @@ def list_file(name: str, domain: str, split: str = "full") -> Path:
         raise ValueError(f"dataset {name!r} is of kind {spec.kind!r}: it has no image lists, use load_arrays")
     dom = spec.domain(domain)
     if not _SPLIT_RE.match(split):
-        raise ValueError(f"unknown split {split!r}; splits are full, partial, first<N> or n<K>")
+        raise ValueError(f"unknown split {split!r}; splits are full, partial, first<N> or n<K> (N, K >= 1)")
     path = lists_dir(name) / f"{dom.name}_{split}.txt"
     if not path.is_file():
         have = sorted(p.stem.split("_", 1)[1] for p in lists_dir(name).glob(f"{dom.name}_*.txt"))
@@ -206,11 +206,25 @@ def require_dataset(name: str) -> Path:
 _LINE_RE = re.compile(r"(.*\S)\s+([+-]?\d+)")
 
 
-def read_list(path: Path, num_classes: int | None = None, shown: str | None = None) -> list[tuple[str, int]]:
+def _published_duplicates(path: Path) -> bool:
+    """Whether ``path`` is a list of a dataset whose published label lists name some images twice
+    (:data:`~dmp.data.catalog.PUBLISHED_DUPLICATES`): its label lists under the data root and the lists derived
+    from them keep every entry, as published."""
+    path = Path(path).resolve()
+    for name in PUBLISHED_DUPLICATES:
+        if any(folder in path.parents for folder in (lists_dir(name).resolve(), data_root(name))):
+            return True
+    return False
+
+
+def read_list(path: Path, num_classes: int | None = None, shown: str | None = None,
+              duplicates: bool | None = None) -> list[tuple[str, int]]:
     """``[(relative path, label)]`` from a list file: ``path label`` per line (paths may contain spaces; CRLF
     line ends are accepted). Labels must be integers, and in ``0..num_classes-1`` when ``num_classes`` is given;
-    every error names the file (as ``shown``, default its path) and line."""
-    entries, path = [], Path(path)
+    a path listed twice is refused (it would count one image twice), unless ``duplicates`` (default: whether the
+    list is one of the published lists that do so, :func:`_published_duplicates`). Every error names the file (as
+    ``shown``, default its path) and line."""
+    entries, path, seen = [], Path(path), {}
     shown = shown or str(path)
     with open(path, newline="") as fh:
         for n, line in enumerate(fh, 1):
@@ -223,6 +237,12 @@ def read_list(path: Path, num_classes: int | None = None, shown: str | None = No
             rel, lab = m.group(1), int(m.group(2))
             if num_classes is not None and not 0 <= lab < num_classes:
                 raise ValueError(f"{shown}:{n}: label {lab} of {rel!r} outside 0..{num_classes - 1}")
+            if rel in seen:
+                duplicates = _published_duplicates(path) if duplicates is None else duplicates
+                if not duplicates:
+                    raise ValueError(f"{shown}:{n}: {rel!r} is listed again (first on line {seen[rel]}): a path may "
+                                     f"appear once in a list")
+            seen.setdefault(rel, n)
             entries.append((rel, lab))
     return entries
 

@@ -50,6 +50,8 @@ def select(labels, split: str, spec: DatasetSpec) -> np.ndarray:
     m = re.fullmatch(r"n(\d+)", split)
     if m:
         k = int(m.group(1))
+        if k < 1:
+            raise ValueError(f"split {split!r}: K must be at least 1 (n<K> takes K images per class)")
         keep = []
         for c in range(num_classes):
             idx = np.flatnonzero(labels == c)

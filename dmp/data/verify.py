@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from . import registry
 from .load import data_classes, open_rgb, read_arrays
+from .catalog import PUBLISHED_DUPLICATES
 from .spec import IMAGE_EXTENSIONS, DatasetSpec, Domain
 
 Shown = Callable[[str], str]
@@ -79,7 +80,8 @@ def _listed(spec: DatasetSpec, domain: Domain, root: Path, lst: str, shown: Show
     """The entries of one label list, each file checked; ``spec.list_paths``: "root" = paths relative to the root,
     "in_folder" = the file name inside the domain folder."""
     entries = []
-    for rel, label in registry.read_list(root / lst, len(spec.classes), shown(lst)):
+    for rel, label in registry.read_list(root / lst, len(spec.classes), shown(lst),
+                                         duplicates=spec.name in PUBLISHED_DUPLICATES):
         rel = rel.replace(chr(92), "/")
         path = rel if spec.list_paths == "root" else f"{domain.folder}/{rel.rsplit('/', 1)[-1]}"
         if not (root / path).is_file():
