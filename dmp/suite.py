@@ -138,6 +138,7 @@ class Suite:
         self.tables = dict(config["tables"])
         self._registry = registry
         self._specs: dict = {}
+        self._expected: dict = {}
         self.validate()
 
     # ---------------------------------------------------------------- registry
@@ -374,6 +375,15 @@ class Suite:
         return {"dataset": run.dataset, "source": source, "target": target, "setting": run.setting,
                 "source_split": run.source_split, "target_split": run.target_split, "method": run.method,
                 "metric": run.metric, "seed": run.seed}
+
+    def expected_config(self, run: Run) -> dict:
+        """The whole config ``python -m dmp train`` resolves for ``run`` (seed set) from :meth:`train_args`: every
+        key that changes a result. A table or figure uses a metrics.json only if its recorded config is this one
+        (:func:`dmp.tables.aggregate.read_metrics`; the runtime keys aside)."""
+        if run not in self._expected:
+            from .config import parse_overrides, resolve
+            self._expected[run] = resolve(parse_overrides(self.train_args(run)))
+        return self._expected[run]
 
     def train_args(self, run: Run) -> list[str]:
         """``key=value`` arguments of ``python -m dmp train`` for a run (values in YAML flow syntax).  The rule adds

@@ -327,3 +327,26 @@ def test_a_folder_dataset_runs_through_snakemake_to_a_table(tmp_path, monkeypatc
     assert "| DMP " in table and "S->P" in table
     metrics = json.loads(next((results / "runs" / "mine").rglob("metrics.json")).read_text())
     assert metrics["status"] == "complete" and metrics["class_names"] == ["The_Eiffel_Tower", "cat", "dog"]
+
+
+def test_before_the_first_fetch_the_suite_validates_and_data_list_says_where_the_classes_come_from(user, capsys):
+    """A fresh clone with the lab's declarations: no data yet, so no classes yet; the suite config still
+    validates (a dry run works) and `data list` says the classes are read from the data."""
+    from dmp.suite import Suite
+
+    user.declare("folders", FOLDERS_YAML)
+    assert registry.get_dataset("folders").classes == ()
+    Suite(_suite_config("folders", "S->P", user.path / "results"))
+    assert _data("list") == 0
+    assert "folders            images   classes from its folders (data not in place)" in capsys.readouterr().out
+
+
+def test_cache_keeps_a_small_dataset_in_memory(user):
+    from dmp.config import resolve
+    from dmp.data.inputs import build_task
+
+    user.declare("folders", FOLDERS_YAML + "cache: true\n", make_folders)
+    assert _data("fetch", "folders") == 0
+    task = build_task(resolve({"dataset": "folders", "source": "sketch", "target": "photo", **TRAIN}))
+    task.source_eval[0]
+    assert len(task.source_eval.cache) == 1 and tuple(task.source_eval.cache[0].shape) == (3, 14, 14)

@@ -349,9 +349,52 @@ def test_damaged_unfinished_and_foreign_metrics_are_skipped_and_named(tmp_path):
     expected = [
         f"Not used: {rel.format('A-W', 'dmp', 0)} (a run of another config: method 'source_only' (expected 'dmp')).",
         f"Not used: {rel.format('A-W', 'dmp', 1)} (unreadable (JSONDecodeError)).",
-        f"Not used: {rel.format('D-W', 'dmp', 0)} (no finite number at accuracy).",
+        f"Not used: {rel.format('D-W', 'dmp', 0)} (accuracy nan is not an accuracy in [0, 100]).",
         f"Not used: {rel.format('D-W', 'source_only', 0)} (a run of another config: seed 5 (expected 0)).",
         f"Not used: {rel.format('D-W', 'source_only', 1)} (no recorded config)."]
     for name, prefix in (("vanilla.md", "- "), ("vanilla.tex", "% "), ("vanilla.comparison.md", "- ")):
         notes = [l for l in (tmp_path / "tables" / name).read_text().splitlines() if "Not used: " in l]
         assert notes == [prefix + n for n in expected], name
+
+
+def test_a_run_is_used_only_with_the_whole_config_and_values_it_claims(tmp_path):
+    """Issue 23: not only the identity keys: a run with 2 iterations and lambda2 = 0 placed in the DMP folder is not
+    DMP; an accuracy outside [0, 100] or a non-finite time is no result. Each is footnoted and left out; a run
+    recorded before a key existed (the key absent) is the run at that key's default and is used."""
+    import shutil
+
+    shutil.copytree(DATA / "fixture" / "runs", tmp_path / "runs")
+
+    def path(task, method, seed):
+        return tmp_path / Run("office31", "vanilla", task, method, "G", "full", "full", seed).metrics_path("")[1:]
+
+    def edit(p, change):
+        metrics = json.loads(p.read_text())
+        change(metrics)
+        p.write_text(json.dumps(metrics))
+
+    edit(path("A->W", "dmp", 0), lambda m: m["config"].update(iterations=2, lambda2=0.0))
+    edit(path("A->W", "dmp", 1), lambda m: m.update(accuracy=1234.5))
+    edit(path("A->W", "dmp", 2), lambda m: m["config"].pop("anchor_bn"))  # an older record: the default, used
+    edit(path("D->W", "dmp", 0), lambda m: m.update(seconds_per_iter=float("inf")))
+    edit(path("D->W", "dmp", 1), lambda m: m["per_class_accuracy"].update(back_pack=-3.0))
+    edit(path("D->W", "source_only", 0), lambda m: m["config"].update(threads=7, device="cuda"))  # runtime: used
+    build(CONFIG, "vanilla", results=str(tmp_path), out=str(tmp_path))
+    comp = read_csv(tmp_path / "tables" / "vanilla.comparison.csv")
+
+    def cell(method, task):
+        return comp[(comp.dataset == "office31") & (comp.row == method) & (comp.column == task)].iloc[0]
+
+    kept = fixture_values(Run("office31", "vanilla", "A->W", "dmp", "G", "full", "full"), ("accuracy",), seeds=(2,))
+    assert cell("dmp", "A->W").seeds == "1" and float(cell("dmp", "A->W").ours) == pytest.approx(kept[0], abs=1e-4)
+    assert cell("dmp", "D->W").seeds == "1" and cell("source_only", "D->W").seeds == "3"
+    rel = "runs/office31/vanilla/{}/{}/G/full-full/seed{}/metrics.json"
+    expected = [
+        f"Not used: {rel.format('A-W', 'dmp', 0)} (a run of another config: iterations 2 (expected None), "
+        f"lambda2 0.0 (expected 5000.0)).",
+        f"Not used: {rel.format('A-W', 'dmp', 1)} (accuracy 1234.5 is not an accuracy in [0, 100]).",
+        f"Not used: {rel.format('D-W', 'dmp', 0)} (seconds_per_iter inf is not a finite time >= 0).",
+        f"Not used: {rel.format('D-W', 'dmp', 1)} (per_class_accuracy/back_pack -3.0 is not an accuracy in "
+        f"[0, 100])."]
+    notes = [line for line in (tmp_path / "tables" / "vanilla.md").read_text().splitlines() if "Not used: " in line]
+    assert notes == ["- " + n for n in expected]

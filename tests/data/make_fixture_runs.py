@@ -6,7 +6,8 @@ The numbers are synthetic (seeded), in the exact metrics.json contract format.  
 VisDA source-only run has no finished seed at all (its cells must print as a dash), the vanilla W->D DMP run has
 only seeds 0 and 1 (a dagger), and seed 2 of the partial A->W source-only run is an unfinished run
 (``status: running``), which must count as missing (and be named in the footnote).  Each file records the run's
-identity (``config``: dataset, domains, setting, method, metric, seed, splits), which the tables check.
+whole resolved config (``config``: what ``python -m dmp train`` resolves for it, Suite.expected_config), which the
+tables check.
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def main():
             continue
         path = HERE.parents[1] / run.metrics_path(config["results"])
         path.parent.mkdir(parents=True, exist_ok=True)
-        metrics = metrics_for(run, suite.class_names(run.dataset), rng, suite.run_config(run))
+        metrics = metrics_for(run, suite.class_names(run.dataset), rng, suite.expected_config(run))
         path.write_text(json.dumps(metrics, sort_keys=True) + "\n")
         print(path.relative_to(HERE.parents[1]))
 
