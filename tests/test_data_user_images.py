@@ -350,3 +350,20 @@ def test_cache_keeps_a_small_dataset_in_memory(user):
     task = build_task(resolve({"dataset": "folders", "source": "sketch", "target": "photo", **TRAIN}))
     task.source_eval[0]
     assert len(task.source_eval.cache) == 1 and tuple(task.source_eval.cache[0].shape) == (3, 14, 14)
+
+
+def test_a_list_dataset_from_an_archive_placed_by_hand(user):
+    """The images and the label lists in one archive (any wrapper folder) put into the downloads folder: no
+    network; the lists come with their domains by default."""
+    make_lists(user.path / "staging")
+    files = {f"domainnet/{p.relative_to(user.path / 'staging').as_posix()}": p.read_bytes()
+             for p in sorted((user.path / "staging").rglob("*")) if p.is_file()}
+    (user.path / "data" / "downloads" / "lists").mkdir(parents=True)
+    (user.path / "data" / "downloads" / "lists" / "dn.zip").write_bytes(_zip(files))
+    folder = user.declare("lists", LISTS_YAML + "archives:\n  - {file: dn.zip}\n")
+    assert _data("fetch", "lists") == 0
+    assert registry.get_dataset("lists").classes == LIST_CLASSES
+    assert (user.path / "data" / "lists" / "real_test.txt").is_file()
+    real = registry.read_list(folder / "lists" / "real_full.txt")
+    assert np.bincount([lab for _, lab in real]).tolist() == [2, 3, 3]
+    assert json.loads((folder / "lock.json").read_text())["source"] == {"clipart": "dn.zip", "real": "dn.zip"}

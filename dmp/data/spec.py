@@ -278,10 +278,12 @@ def _image_spec(raw, path: Path, common: dict) -> DatasetSpec:
         sha = a.get("sha256")
         if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", str(sha)):
             raise ValueError(f"key 'archives[{i}].sha256' must be 64 lower-case hex digits, got {sha!r}")
+        extras = _names(a["extras"], f"archives[{i}].extras") if a.get("extras") is not None else tuple(
+            lst for d, lst in label_lists if d in doms)  # by default an archive brings its domains' label lists
         archives.append(Archive(str(a["file"]), _names(a.get("urls") or (), f"archives[{i}].urls"), doms, sha,
                                 _count(a.get("size"), f"archives[{i}].size"),
-                                _names(a.get("manual_urls") or (), f"archives[{i}].manual_urls"),
-                                _names(a.get("extras") or (), f"archives[{i}].extras"), str(a.get("id", ""))))
+                                _names(a.get("manual_urls") or (), f"archives[{i}].manual_urls"), extras,
+                                str(a.get("id", ""))))
     classes, partial = common["classes"], _names(raw.get("partial_classes") or (), "partial_classes")
     if not re.fullmatch(r"[A-Za-z0-9_]+", path.parent.name):
         raise ValueError(f"the folder name {path.parent.name!r} is the dataset's name: letters, digits and '_' only "
