@@ -74,3 +74,69 @@ def test_fetch_demo_generates_and_verifies(isolated):
     root = fetch.fetch("demo", progress=False)
     assert (root / "solid" / "images" / "arrow").is_dir()
     assert sum(verify.verify("demo")["outline"].values()) == 300
+
+
+# -- issue 23: nothing the user owns is deleted; folders follow the umask; a killed run's staging is cleaned up -------
+def test_a_folder_with_user_files_is_refused_and_left_intact(tmp_path, capsys):
+    from dmp.cli import main
+
+    root = tmp_path / "data"
+    demo.generate(root, per_class=1, progress=False)
+    (root / "thesis.tex").write_text("my thesis")
+    (root / "solid" / "notes.csv").write_text("a,b\n")
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    with pytest.raises(FileExistsError, match=r"holds files that are not demo images \(solid/notes.csv and 1 more\)"):
+        demo.generate(root, per_class=1, progress=False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["data", "demo", "--root", str(root), "--no-lists"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {root} holds files that are not demo images") and err.count("\n") == 1
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+    assert not list(tmp_path.glob(".data.*"))  # no staging folder left either
+
+
+def test_a_new_an_empty_or_an_earlier_demo_folder_is_generated_into(tmp_path):
+    root = tmp_path / "data"
+    root.mkdir()
+    demo.generate(root, per_class=1, progress=False)
+    (root / "solid" / "images" / "star" / "star_0000.png").unlink()  # an earlier, damaged demo: replaced
+    demo.generate(root, per_class=2, progress=False)
+    assert len(list(root.rglob("*.png"))) == 2 * len(demo.DEMO_CLASSES) * len(demo.DEMO_DOMAINS)
+    assert demo.foreign_files(root) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o755), (0o077, 0o700), (0o002, 0o775)])
+def test_generated_folders_follow_the_umask(tmp_path, mask, mode):
+    import os
+    import stat
+
+    old = os.umask(mask)
+    try:
+        root = demo.generate(tmp_path / "data", per_class=1, progress=False)
+    finally:
+        os.umask(old)
+    for path in (root, root / "solid", root / "solid" / "images" / "star"):
+        assert stat.S_IMODE(path.stat().st_mode) == mode, path
+
+
+def test_staging_folders_of_a_killed_run_are_removed_on_the_next(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)  # a process that has ended
+    live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        left = [f".data.tmp-{dead_pid}-1a2b3c4d", f".data.old-{dead_pid}-5e6f7a8b", ".data.tmp-k3j4_x9"]  # last: mkdtemp
+        running = f".data.tmp-{live.pid}-0f0f0f0f"  # a generation still running: not touched
+        for name in (*left, running):
+            (tmp_path / name / "solid").mkdir(parents=True)
+        (tmp_path / ".data.tmp-notes").write_text("a file of the user's")  # not a staging folder
+        demo.generate(tmp_path / "data", per_class=1, progress=False)
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([".data.tmp-notes", running, "data"])
+    finally:
+        live.communicate(b"")
+    assert os.path.isdir(tmp_path / "data" / "solid")

@@ -9,10 +9,12 @@ data is identical on every machine.
 """
 from __future__ import annotations
 
+import glob
 import math
 import os
+import re
+import secrets
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -171,13 +173,25 @@ def _draw(domain: str, cls: str, rng):
 
 
 def generate(root: Path, per_class: int = DEMO_PER_CLASS, progress: bool = True) -> Path:
-    """Write the demo dataset under ``root`` (replaced atomically: built in a temporary sibling folder,
-    then moved into place). Returns ``root``."""
+    """Write the demo dataset under ``root`` (replaced atomically: built in a staging folder beside it, then moved
+    into place). Returns ``root``.
+
+    Only a folder of the tool's own is replaced: one that does not exist, is empty, or holds nothing but demo images
+    (:func:`foreign_files`); a folder holding anything else is refused (``FileExistsError`` naming a file), never
+    deleted. Folders are created with the process umask; staging folders of a killed earlier call are removed."""
     from tqdm import tqdm
 
     root = Path(root)
+    foreign = foreign_files(root)
+    if foreign:
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        raise FileExistsError(f"{root} holds files that are not demo images ({foreign[0]}{more}): the demo is "
+                              f"generated only into a new or empty folder, or over an earlier demo; give another "
+                              f"--root, or move those files away")
     root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.tmp-"))
+    remove_leftovers(root)
+    tmp = root.with_name(f".{root.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    tmp.mkdir()  # mode 0777 less the umask (tempfile.mkdtemp would make it 0700)
     try:
         jobs = [(d, c, i) for d, _ in DEMO_DOMAINS for c in DEMO_CLASSES for i in range(per_class)]
         for d, c, i in tqdm(jobs, desc="demo images", unit="img", disable=not progress):
@@ -185,7 +199,7 @@ def generate(root: Path, per_class: int = DEMO_PER_CLASS, progress: bool = True)
             path.parent.mkdir(parents=True, exist_ok=True)
             render(d, c, i).save(path, optimize=False)
         if root.exists():
-            old = root.with_name(f".{root.name}.old-{os.getpid()}")
+            old = root.with_name(f".{root.name}.old-{os.getpid()}-{secrets.token_hex(4)}")
             os.replace(root, old)
             os.replace(tmp, root)
             shutil.rmtree(old)
@@ -194,3 +208,53 @@ def generate(root: Path, per_class: int = DEMO_PER_CLASS, progress: bool = True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return root
+
+
+# A demo image's path in the generated folder (DEMO_DOMAINS, DEMO_CLASSES; any index).
+_IMAGE = re.compile(r"(?P<domain>[a-z]+)/images/(?P<cls>[a-z]+)/(?P=cls)_\d{4}\.png")
+
+
+def foreign_files(root: Path) -> list[str]:
+    """The files under ``root`` (relative, sorted) that the demo generator does not write: what ``generate`` must
+    not delete. Empty for a missing or empty folder and for an earlier demo."""
+    root = Path(root)
+    if not root.exists():
+        return []
+    if not root.is_dir():
+        return [root.name]
+    domains = {name for name, _ in DEMO_DOMAINS}
+    out = []
+    for path in sorted(root.rglob("*")):
+        if path.is_dir() and not path.is_symlink():
+            continue
+        rel = path.relative_to(root).as_posix()
+        m = _IMAGE.fullmatch(rel)
+        if not (m and m["domain"] in domains and m["cls"] in DEMO_CLASSES and not path.is_symlink()):
+            out.append(rel)
+    return out
+
+
+def remove_leftovers(root: Path) -> list[str]:
+    """Remove the staging folders (``.<root>.tmp-<pid>-*``, ``.<root>.old-<pid>-*``) that a killed ``generate`` left
+    beside ``root``, except those of a process still running; returns their names."""
+    root = Path(root)
+    removed = []
+    for path in sorted(root.parent.glob(f".{glob.escape(root.name)}.*")):
+        m = re.fullmatch(rf"\.{re.escape(root.name)}\.(tmp|old)-(?:(\d+)-)?\w+", path.name)
+        if not m or not path.is_dir() or (m[2] and _running(int(m[2]))):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path.name)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # (this process is not generating it: generate calls this before staging)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
