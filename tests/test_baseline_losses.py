@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from dmp.losses import (DomainDiscriminator, RandomizedMultilinearMap, bsp_loss, domain_adversarial_loss,
-                        entropy_weights, grad_reverse, grl_coefficient, hafn_loss, multilinear_map,
+                        entropy_weights, grad_reverse, grl_coefficient, hafn_loss, iwan_weights, multilinear_map,
                         pada_class_weights, safn_loss, use_randomized_map)
 
 
@@ -267,3 +267,13 @@ def test_pada_weights_degenerate_inputs():
     assert pada_class_weights(torch.zeros(3, 4)).tolist() == [1.0] * 4
     one_class = pada_class_weights(torch.tensor([[0.0, 1.0, 0.0]]))
     assert one_class.tolist() == [0.0, 1.0, 0.0]
+
+
+# -- IWAN importance weights ---------------------------------------------------------------------------
+def test_iwan_weights_against_numpy():
+    d = torch.tensor([[4.0], [0.0], [-2.0], [30.0]], requires_grad=True)  # the last: certainly source (outlier)
+    w = iwan_weights(d)
+    raw = 1 - _sigmoid(np.array([4.0, 0.0, -2.0, 30.0]))
+    np.testing.assert_allclose(_np(w), raw / (raw.mean() + 1e-5), rtol=1e-6, atol=1e-6)
+    assert not w.requires_grad and float(w[3]) < 1e-6 and float(w.mean()) == pytest.approx(1.0, abs=1e-4)
+    assert torch.isfinite(iwan_weights(torch.full((3,), 100.0))).all()   # all weights ~0: no division by zero

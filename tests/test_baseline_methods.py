@@ -18,11 +18,12 @@ from dmp.methods.base import StepContext
 from dmp.train import train
 from tests.synthetic import shift_task, small_cfg
 
-BASELINES = ("dann", "cdan", "cdan_e", "bsp_dann", "bsp_cdan", "hafn", "safn", "pada")
+BASELINES = ("dann", "cdan", "cdan_e", "bsp_dann", "bsp_cdan", "hafn", "safn", "pada", "iwan")
 # the objective of each method, typed from the papers (docs/method.md, "Comparison methods"): {term: weight}
 PAPER_WEIGHTS = {"dann": {"transfer": 1.0}, "cdan": {"transfer": 1.0}, "cdan_e": {"transfer": 1.0},
                  "bsp_dann": {"transfer": 1.0, "bsp": 1e-4}, "bsp_cdan": {"transfer": 1.0, "bsp": 1e-4},
-                 "hafn": {"norm": 0.05}, "safn": {"norm": 0.05}, "pada": {"transfer": 1.0}}
+                 "hafn": {"norm": 0.05}, "safn": {"norm": 0.05}, "pada": {"transfer": 1.0},
+                 "iwan": {"weight_disc": 4.5, "transfer": 3.0, "entropy": 0.1}}
 
 
 def _np(t):
@@ -176,6 +177,26 @@ def test_pada_weights_the_source_ce_and_the_source_side_of_the_domain_loss():
     assert _v(m.losses(ctx)["ce_weighted"]) == pytest.approx(ce.mean(), rel=1e-5)
 
 
+def test_iwan_terms_against_numpy_and_where_their_gradients_go():
+    m, ctx = _ctx("iwan")
+    mods = ctx.modules
+    f = torch.cat([ctx.feats_s[-1], ctx.feats_t[-1]])
+    d_w = _np(mods["weight_discriminator"](f).reshape(-1))
+    d_0 = _disc(ctx, f)
+    raw = 1 - 1 / (1 + np.exp(-d_w[:6]))
+    w = raw / (raw.mean() + 1e-5)
+    P = _np(ctx.p_t)
+    out = m.losses(ctx)
+    assert _v(out["weight_disc"]) == pytest.approx(0.5 * (_bce(d_w[:6], 1).mean() + _bce(d_w[6:], 0).mean()), rel=1e-5)
+    assert _v(out["transfer"]) == pytest.approx(0.5 * ((w * _bce(d_0[:6], 1)).mean() + _bce(d_0[6:], 0).mean()),
+                                                rel=1e-5)
+    assert _v(out["entropy"]) == pytest.approx(-(P * np.log(P)).sum(1).mean(), rel=1e-5)
+    # D learns on detached features: its loss trains D only; the weighted game never trains D
+    assert torch.autograd.grad(out["weight_disc"], ctx.feats_s[-1], allow_unused=True)[0] is None
+    grads = torch.autograd.grad(out["transfer"], list(mods["weight_discriminator"].parameters()), allow_unused=True)
+    assert all(g is None for g in grads)
+
+
 # -- the command line, the logged objective, numerics -------------------------------------------------
 @pytest.mark.parametrize("method", BASELINES)
 def test_cli_trains_each_method_and_logs_its_objective(method, tmp_path, monkeypatch, capsys):
@@ -224,7 +245,8 @@ def test_finite_on_one_class_and_tiny_batches(method, tmp_path):
 
 # -- resume identity -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("method, dims", [("dann", [32, 16]), ("cdan", [32, 16]), ("cdan_e", [32, 1025]),
-                                          ("bsp_dann", [32, 16]), ("bsp_cdan", [32, 16]), ("pada", [32, 16])])
+                                          ("bsp_dann", [32, 16]), ("bsp_cdan", [32, 16]), ("pada", [32, 16]),
+                                          ("iwan", [32, 16])])
 def test_a_resumed_run_is_identical_to_an_uninterrupted_one(method, dims, tmp_path):
     """Stopped at iteration 12 (after the class-weight refresh of iteration 8, before the next one at 16) and
     resumed: the same log, predictions, discriminator and random map as one run of 20 iterations."""

@@ -16,8 +16,8 @@ from torch import nn
 
 
 def grl_coefficient(progress: float, gamma: float = 10.0) -> float:
-    r"""The gradient-reversal coefficient of DANN (the schedule of the experiments in Ganin & Lempitsky, ICML 2015 and JMLR 2016; the "calc_coeff" of the CDAN, PADA and
-    BSP official code with high = 1, low = 0, alpha = 10):
+    r"""The gradient-reversal coefficient of DANN (the schedule of the experiments in Ganin & Lempitsky, ICML 2015
+    and JMLR 2016; the "calc_coeff" of the CDAN, PADA and BSP official code with high = 1, low = 0, alpha = 10):
 
     .. math:: \lambda_p = \frac{2}{1 + \exp(-\gamma p)} - 1, \qquad \gamma = 10,
 
@@ -73,14 +73,17 @@ class DomainDiscriminator(nn.Module):
         return self.out(x)
 
 
-def step_generator(seed: int, iteration: int, device) -> torch.Generator:
-    """A random generator that depends only on (seed, iteration), on ``device``: the same after a resume."""
-    return torch.Generator(device=device).manual_seed(int(seed) * 1_000_003 + int(iteration) + 7)
+def step_generator(seed: int, iteration: int, device, stream: int = 0) -> torch.Generator:
+    """A random generator that depends only on (seed, iteration, stream), on ``device``: the same after a resume
+    (``stream`` tells apart the modules of one step that draw their own masks)."""
+    seed = int(seed) * 1_000_003 + int(iteration) + 7 + int(stream) * 2**40
+    return torch.Generator(device=device).manual_seed(seed)
 
 
 def domain_adversarial_loss(d_s: torch.Tensor, d_t: torch.Tensor, weight_s: torch.Tensor | None = None,
                             weight_t: torch.Tensor | None = None) -> torch.Tensor:
-    r"""The discriminator's binary cross-entropy (the domain loss of DANN, of CDAN's minimax objective and of PADA's objective):
+    r"""The discriminator's binary cross-entropy (the domain loss of DANN, of CDAN's minimax objective and of PADA's
+    objective):
 
     .. math::
         \mathcal{L}_d = \frac{1}{2} \Big[ \frac{1}{n_s} \sum_i w^s_i\, \ell(D(x^s_i), 1)
@@ -107,8 +110,9 @@ def domain_adversarial_loss(d_s: torch.Tensor, d_t: torch.Tensor, weight_s: torc
 
 
 def multilinear_map(f: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    r"""CDAN's multilinear map (NeurIPS 2018, "Multilinear Conditioning"): :math:`T_\otimes(f, g) = f \otimes g`, the outer product
-    flattened to ``[n, c * d_f]`` (row ``i``: :math:`g_{i1} f_i, g_{i2} f_i, \dots`, the official code's order)."""
+    r"""CDAN's multilinear map (NeurIPS 2018, "Multilinear Conditioning"): :math:`T_\otimes(f, g) = f \otimes g`,
+    the outer product flattened to ``[n, c * d_f]`` (row ``i``: :math:`g_{i1} f_i, g_{i2} f_i, \dots`, the official
+    code's order)."""
     return (g.unsqueeze(2) * f.unsqueeze(1)).reshape(f.shape[0], -1)
 
 
@@ -132,7 +136,8 @@ class RandomizedMultilinearMap(nn.Module):
 
 
 def use_randomized_map(feature_dim: int, num_classes: int, threshold: int = 4096) -> bool:
-    """CDAN (NeurIPS 2018, "Multilinear Conditioning"; the official code's ``--random`` switch): the randomized map replaces the full one when ``d_f * d_g`` exceeds 4096."""
+    """CDAN (NeurIPS 2018, "Multilinear Conditioning"; the official code's ``--random`` switch): the randomized map
+    replaces the full one when ``d_f * d_g`` exceeds 4096."""
     return feature_dim * num_classes > threshold
 
 
@@ -143,11 +148,11 @@ def prediction_entropy(p: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
 
 
 def entropy_weights(p: torch.Tensor, coeff: float = 1.0) -> torch.Tensor:
-    r"""CDAN+E's entropy conditioning (NeurIPS 2018, "Entropy Conditioning"): :math:`w(H(g)) = 1 + e^{-H(g)}` per row of ``p``,
-    scaled to mean one over the rows (the official code divides each domain's weights by their detached sum; see
-    :func:`domain_adversarial_loss`). As in that code (``entropy.register_hook(grl_hook(coeff))``), the gradient
-    reaching ``p`` through the weights is reversed and scaled by the same ``coeff`` as the features'; pass a
-    detached ``p`` for constant weights."""
+    r"""CDAN+E's entropy conditioning (NeurIPS 2018, "Entropy Conditioning"): :math:`w(H(g)) = 1 + e^{-H(g)}` per
+    row of ``p``, scaled to mean one over the rows (the official code divides each domain's weights by their
+    detached sum; see :func:`domain_adversarial_loss`). As in that code
+    (``entropy.register_hook(grl_hook(coeff))``), the gradient reaching ``p`` through the weights is reversed and
+    scaled by the same ``coeff`` as the features'; pass a detached ``p`` for constant weights."""
     h = grad_reverse(prediction_entropy(p), coeff)
     w = 1.0 + torch.exp(-h)
     return w / w.detach().mean()

@@ -15,8 +15,8 @@ def row_norms(h: torch.Tensor) -> torch.Tensor:
 
 
 def hafn_loss(h: torch.Tensor, radius: float = 25.0) -> torch.Tensor:
-    r"""Hard adaptive feature norm of one domain's batch (AFN paper, Sec. "Hard Adaptive Feature Norm"; the official ``train.py`` of
-    ``vanilla/Office31/HAFN``):
+    r"""Hard adaptive feature norm of one domain's batch (AFN paper, Sec. "Hard Adaptive Feature Norm"; the official
+    ``train.py`` of ``vanilla/Office31/HAFN``):
 
     .. math:: L_{hafn} = \Big( \frac{1}{n} \sum_i \|h_i\|_2 - R \Big)^2, \qquad R = 25.
 
@@ -25,8 +25,8 @@ def hafn_loss(h: torch.Tensor, radius: float = 25.0) -> torch.Tensor:
 
 
 def safn_loss(h: torch.Tensor, delta_r: float = 1.0) -> torch.Tensor:
-    r"""Stepwise adaptive feature norm of one domain's batch (AFN paper, Sec. "Stepwise Adaptive Feature Norm"; the official ``train.py`` of
-    ``vanilla/Office31/SAFN``):
+    r"""Stepwise adaptive feature norm of one domain's batch (AFN paper, Sec. "Stepwise Adaptive Feature Norm"; the
+    official ``train.py`` of ``vanilla/Office31/SAFN``):
 
     .. math:: L_{safn} = \frac{1}{n} \sum_i \big( \|h_i\|_2 - (\|h_i\|_2^{\,\mathrm{detached}} + \Delta r) \big)^2,
               \qquad \Delta r = 1.

@@ -1,12 +1,14 @@
-"""Class weights of the partial-DA comparison methods: PADA (Cao, Ma, Long, Wang, ECCV 2018)."""
+"""Class and instance weights of the partial-DA comparison methods: PADA (Cao, Ma, Long, Wang, ECCV 2018) and IWAN
+(Zhang, Ding, Li, Ogunbona, CVPR 2018)."""
 from __future__ import annotations
 
 import torch
 
 
 def pada_class_weights(probs: torch.Tensor) -> torch.Tensor:
-    r"""PADA's class weights (ECCV 2018, Sec. "Partial Adversarial Domain Adaptation": the class weight and its normalisation by the maximum): the average target prediction
-    over the target set, normalised by its largest entry,
+    r"""PADA's class weights (ECCV 2018, Sec. "Partial Adversarial Domain Adaptation": the class weight and its
+    normalisation by the maximum): the average target prediction over the target set, normalised by its largest
+    entry,
 
     .. math:: \gamma = \frac{1}{n_t} \sum_{j=1}^{n_t} \hat y^t_j, \qquad \gamma \leftarrow \gamma / \max(\gamma),
 
@@ -24,3 +26,22 @@ def pada_class_weights(probs: torch.Tensor) -> torch.Tensor:
     if not torch.isfinite(top) or top <= 0:
         return torch.ones_like(g, dtype=torch.float32)
     return (g / top).float()
+
+
+def iwan_weights(d_s: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    r"""IWAN's importance weights of the source rows (Zhang, Ding, Li, Ogunbona, CVPR 2018, Sec. "Importance
+    Weighted Adversarial Nets": :math:`w(z) = 1 - D^*(z)`, normalised by its mean over the source; the ``eps`` of
+    Transfer-Learning-Library's ``ImportanceWeightModule``):
+
+    .. math:: \tilde w_i = \frac{1 - \sigma(d_i)}{\frac{1}{n_s} \sum_k (1 - \sigma(d_k)) + \epsilon},
+
+    ``d`` the logits of the auxiliary discriminator :math:`D` (source = 1), so a source sample :math:`D` finds
+    unlike the target (an outlier class) weighs little. Constants in the loss (detached).
+
+    Args:
+        d_s: ``[n_s]`` or ``[n_s, 1]`` logits of the source rows.
+    Returns:
+        ``[n_s]`` weights with mean (about) one.
+    """
+    w = 1.0 - torch.sigmoid(d_s.detach().reshape(-1))
+    return w / (w.mean() + eps)
