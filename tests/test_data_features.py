@@ -62,3 +62,17 @@ def test_extract_features_needs_the_images(isolated):
 
     with pytest.raises(registry.DatasetMissingError, match="python -m dmp data demo"):
         extract_features("demo", "x", backbone="smallcnn", pretrained=False)
+
+
+def test_an_existing_dataset_is_never_replaced(isolated):
+    """Issue 23: ``--out-name`` naming a dataset that exists (a user's, or an earlier extraction) is refused before any
+    work; its dataset.yaml is left as it was."""
+    from dmp.data.features import extract_features
+
+    yml = registry.dataset_dir("mine") / "dataset.yaml"
+    yml.parent.mkdir(parents=True, exist_ok=True)
+    yml.write_text("kind: features  # the user's own declaration\n")
+    with pytest.raises(FileExistsError, match=r"--out-name 'mine': .*dataset.yaml exists; extract-features never "
+                                              r"replaces a dataset"):
+        extract_features("demo", "mine", backbone="smallcnn", pretrained=False)
+    assert yml.read_text() == "kind: features  # the user's own declaration\n"

@@ -37,6 +37,10 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
         raise ValueError(f"extract-features reads an image dataset; {name!r} is of kind {spec.kind!r}")
     if out_name in registry.dataset_names() and not (registry.dataset_dir(out_name) / "dataset.yaml").is_file():
         raise ValueError(f"{out_name!r} is a built-in dataset name; choose another --out-name")
+    if (registry.dataset_dir(out_name) / "dataset.yaml").exists():  # nothing a user declared is replaced
+        raise FileExistsError(f"--out-name {out_name!r}: {registry.dataset_dir(out_name) / 'dataset.yaml'} exists; "
+                              f"extract-features never replaces a dataset: choose another --out-name, or delete "
+                              f"that dataset first")
     env = os.environ.get("DMP_DATA_DIR")
     out_root = Path(env).expanduser().resolve() / out_name if env else registry.dataset_dir(out_name) / "data"
     model, dim = build_backbone(backbone, pretrained=pretrained, weights_path=weights_path)
