@@ -369,3 +369,10 @@ def test_a_list_dataset_from_an_archive_placed_by_hand(user):
     real = registry.read_list(folder / "lists" / "real_full.txt")
     assert np.bincount([lab for _, lab in real]).tolist() == [2, 3, 3]
     assert json.loads((folder / "lock.json").read_text())["source"] == {"clipart": "dn.zip", "real": "dn.zip"}
+
+
+def test_an_unknown_dataset_names_where_declarations_are_searched(user, monkeypatch, capsys):
+    monkeypatch.setenv("DMP_DATASETS_DIR", str(user.path / "lab_datasest"))  # a typo: no such folder
+    user.declare("folders", FOLDERS_YAML, make_folders)
+    err = _error(capsys, "fetch", "folders")
+    assert "unknown dataset 'folders'" in err and str(user.path / "lab_datasest" / "<name>" / "dataset.yaml") in err

@@ -84,7 +84,8 @@ def get_dataset(name: str) -> DatasetSpec:
     declaration ValueError with its one-line reason."""
     specs = _all_specs()
     if name not in specs:
-        raise KeyError(f"unknown dataset {name!r}; known datasets: {', '.join(specs)}")
+        raise KeyError(f"unknown dataset {name!r}; known datasets: {', '.join(specs)} (user declarations: "
+                       f"{', '.join(str(d / '<name>' / 'dataset.yaml') for d in declaration_dirs())})")
     if isinstance(specs[name], BrokenDeclaration):
         raise ValueError(specs[name].reason)
     spec = specs[name]
