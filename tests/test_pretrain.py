@@ -147,3 +147,20 @@ def test_eval_loader_batches_exactly_the_given_order():
     order = [7, 3, 11, 0, 19]
     got = torch.cat([x for x, _ in eval_loader(data, 2, order=order)]).flatten().tolist()
     assert got == [float(i) for i in order]
+
+
+def test_an_existing_folder_as_out_is_refused_before_training(tmp_path, monkeypatch, capsys):
+    """Issue 23: the weights file is written at the end of minutes of training; an --out that cannot be written then
+    is refused at the start (the corpus is never rendered)."""
+    from dmp.cli import main
+    from dmp.train import pretrain
+
+    monkeypatch.setattr(pretrain, "pretrain_images", lambda *a, **k: pytest.fail("training started"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["pretrain-demo", "--quiet", "--out", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (f"error: --out {tmp_path} is a folder; give the weights file to write (e.g. "
+                                       f"{tmp_path / 'smallcnn.pt'})\n")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OSError, match="cannot create its folder"):
+        pretrain.pretrain_backbone(tmp_path / "file" / "w.pt")

@@ -75,12 +75,29 @@ def pretrain_backbone(out, recipe: str = "demo", progress: bool = True, **overri
     if recipe not in RECIPES:
         raise ValueError(f"unknown pre-training recipe {recipe!r}; known: {', '.join(RECIPES)}")
     r = dict(RECIPES[recipe], **overrides)
+    check_out(out)
     threads = torch.get_num_threads()
     torch.set_num_threads(r["threads"])
     try:
         return _pretrain(out, recipe, r, progress)
     finally:
         torch.set_num_threads(threads)
+
+
+def check_out(out) -> None:
+    """Refuse, before the minutes of training, an ``--out`` that cannot be written at the end: an existing folder, or
+    a file in a folder that cannot be created or written."""
+    import os
+
+    out = Path(out)
+    if out.is_dir():
+        raise IsADirectoryError(f"--out {out} is a folder; give the weights file to write (e.g. {out / 'smallcnn.pt'})")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(exc.errno, f"--out {out}: cannot create its folder ({exc.strerror})") from None
+    if not os.access(out.parent, os.W_OK | os.X_OK):
+        raise PermissionError(f"--out {out}: its folder {out.parent} is not writable")
 
 
 def _pretrain(out, recipe: str, r: dict, progress: bool) -> dict:
