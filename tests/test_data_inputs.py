@@ -142,6 +142,13 @@ def test_features_must_be_finite_and_of_matching_dimensions(isolated, monkeypatc
         splits.load_arrays("feats", "src")
 
 
+def test_an_empty_domain_is_named(isolated, monkeypatch):
+    """Issue 23: an empty features domain was "cannot reshape array of size 0"."""
+    _features(isolated, monkeypatch, np.zeros((0, 4), np.float32), np.zeros(0, np.int64))
+    with pytest.raises(ValueError, match=r"src\.npz: 'X' holds no samples \(domain 'src' is empty\); store its "):
+        splits.load_arrays("feats", "src")
+
+
 def test_source_and_target_dimensions_must_match(isolated, monkeypatch):
     _features(isolated, monkeypatch, np.zeros((3, 4), np.float32), np.array([0, 1, 2]),
               x_tgt=np.zeros((3, 5), np.float32))

@@ -154,6 +154,9 @@ def read_arrays(name: str, domain: str) -> tuple[np.ndarray, np.ndarray]:
         x = x.T  # stored one sample per column
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"{path}: {x.shape[0]} samples in {dom.x_key!r} but {y.shape[0]} labels")
+    if x.shape[0] == 0:
+        raise ValueError(f"{path}: {dom.x_key!r} holds no samples (domain {dom.name!r} is empty); store its features "
+                         f"there, or leave the domain out of the dataset's dataset.yaml")
     if x.dtype.kind not in "iufb":
         raise ValueError(f"{path}: {dom.x_key!r} holds {x.dtype} values, not numbers")
     x = x.astype(np.float32)
