@@ -124,6 +124,15 @@ RUN_KEYS = ("dataset", "source", "target", "setting", "method", "metric", "seed"
 SUITE_KEYS = (*RUN_KEYS, "threads")
 
 
+def results_folder(value) -> str:
+    """The config's ``results`` folder, checked: a non-empty path other than the filesystem root (every output is
+    planned under it) without braces (Snakemake would read ``{name}`` in an output path as a wildcard)."""
+    if not isinstance(value, str) or not value.strip() or not value.strip("/") or any(c in value for c in "{}"):
+        raise ValueError(f"config results = {value!r:.60}: the folder of every output must be a non-empty path, not "
+                         f"the filesystem root, without braces {{ }} (Snakemake wildcards)")
+    return value
+
+
 class Suite:
     """A validated suite configuration (config/config.yaml or config/demo.yaml, already schema-checked)."""
 
@@ -133,7 +142,7 @@ class Suite:
             raise ValueError("a suite config needs `seeds` (a list) and `tables` (a mapping): see "
                              "workflow/schemas/config.schema.yaml")
         self.config = config
-        self.results = str(config.get("results", "results"))
+        self.results = results_folder(config.get("results", "results"))
         self.seeds = [int(s) for s in config["seeds"]]
         self.tables = dict(config["tables"])
         self._registry = registry

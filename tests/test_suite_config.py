@@ -97,3 +97,19 @@ def test_a_bad_config_fails_the_dry_run_at_once_with_one_message(tmp_path):
     message = "config overrides[2].set.lambda1 = -1 is invalid: expected a finite number >= 0"
     assert out.count(message) == 1, out
     assert "Job stats" not in out and "rule train" not in out
+
+
+@pytest.mark.parametrize("results", ["", "/", "//", "out/{dataset}", "res{", "a}b"])
+def test_results_must_be_a_folder_without_wildcards(results):
+    """Issue 23: ``results: ""`` planned every output at the filesystem root, and braces became Snakemake wildcards:
+    both the schema and the suite's own check refuse them."""
+    from snakemake.utils import validate
+
+    cfg = copy.deepcopy(DEMO)
+    cfg["results"] = results
+    with pytest.raises(Exception, match="results"):
+        validate(copy.deepcopy(cfg), str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    assert suite_error(DEMO, results=results).startswith(f"config results = {results!r}: the folder of every output")
+    cfg["results"] = "out/results dir"  # any other path is fine
+    validate(cfg, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+    assert Suite(cfg).results == "out/results dir"
