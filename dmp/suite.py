@@ -400,19 +400,23 @@ class Suite:
         values = {**self.overrides(run), **self.run_config(run)}
         return [f"{k}={yaml_value(v)}" for k, v in values.items()]
 
-    def data_version(self, dataset: str) -> str:
-        return _data_version(self.registry, dataset)
+    def data_version(self, dataset: str, lists=None) -> str:
+        """The dataset version a run's signature covers: only the ``(domain, split)`` lists the run reads, so
+        preparing other splits retrains nothing."""
+        return _data_version(self.registry, dataset, tuple(lists) if lists else None)
 
     def signature(self, run: Run) -> str:
         """Hash of what decides a run's result: training code, dataset version and arguments.  Snakemake reruns a
         job when it changes (it is a rule parameter) and ``prepare`` drops a checkpoint written under another."""
-        text = "\n".join([training_code_version(), self.data_version(run.dataset), *self.train_args(run)])
+        cfg = self.run_config(run)
+        lists = ((cfg["source"], cfg["source_split"]), (cfg["target"], cfg["target_split"]))
+        text = "\n".join([training_code_version(), self.data_version(run.dataset, lists), *self.train_args(run)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @lru_cache(maxsize=None)
-def _data_version(registry, dataset: str) -> str:
-    return registry.dataset_version(dataset)
+def _data_version(registry, dataset: str, lists=None) -> str:
+    return registry.dataset_version(dataset, lists)
 
 
 def table_config_json(config: dict, table: str) -> str:

@@ -274,3 +274,92 @@ def test_the_lock_check_fails_on_a_lock_of_a_test_archive(tmp_path):
     spec = registry.get_dataset("officehome")
     with pytest.raises(ValueError, match=r"Art \(domain 'Art'\): 65 images, expected 2,427"):
         check_counts(spec, {"Art": dict.fromkeys(spec.classes, 1)})
+
+
+def _demo_copy(isolated):
+    """The checkout's committed demo declaration and lists, copied into the temporary datasets/."""
+    import shutil
+
+    shutil.copytree(registry.PROJECT / "datasets" / "demo", registry.dataset_dir("demo"),
+                    ignore=shutil.ignore_patterns("data", "downloads", ".*"))
+
+
+def test_a_runs_version_covers_only_the_lists_it_reads(isolated):
+    """``data prepare demo --splits n20`` changes the dataset's version but no run's: neither the version a run
+    records (its two lists) nor the signature Snakemake reruns a job on."""
+    import yaml
+
+    from dmp import suite as suite_lib
+
+    _demo_copy(isolated)
+    run_lists = [("solid", "full"), ("outline", "n10")]
+    suite = suite_lib.Suite(yaml.safe_load((registry.PROJECT / "config" / "demo.yaml").read_text()))
+    runs = suite.all_runs()
+    suite_lib._data_version.cache_clear()
+    before = ({r: suite.signature(r) for r in runs}, registry.dataset_version("demo"),
+              registry.dataset_version("demo", run_lists))
+    splits.prepare("demo", ["n20"])
+    assert registry.list_file("demo", "solid", "n20").is_file()
+    suite_lib._data_version.cache_clear()
+    after = ({r: suite.signature(r) for r in runs}, registry.dataset_version("demo"),
+             registry.dataset_version("demo", run_lists))
+    assert runs and after[0] == before[0]  # nothing retrains
+    assert after[2] == before[2] and after[1] != before[1]
+    # a list the run reads does change its version and its signature
+    path = registry.list_file("demo", "outline", "n10")
+    path.write_text(path.read_text().replace(" 3\n", " 4\n", 1))
+    suite_lib._data_version.cache_clear()
+    assert registry.dataset_version("demo", run_lists) != before[2]
+    changed = [r for r in runs if suite.signature(r) != before[0][r]]
+    assert changed and all("outline" in suite.run_config(r).values() for r in changed)
+
+
+def _black_png(path):
+    from PIL import Image
+
+    Image.new("RGB", (32, 32)).save(path)
+
+
+def test_images_replaced_in_place_change_the_version_and_fail_verify(isolated):
+    """All source PNGs of a demo domain replaced by black images (same names, same counts): ``data verify`` says
+    which, and the version a run (or a resume) sees changes, so the trainer refuses to resume under the old one."""
+    from dmp.config import resolve
+    from dmp.data import verify
+    from dmp.data.demo import generate
+    from dmp.data.inputs import build_task
+
+    _demo_copy(isolated)
+    root = generate(registry.data_root("demo"), progress=False)
+    verify.verify("demo", progress=False)
+    cfg = resolve({"dataset": "demo", "source": "solid", "target": "outline"})
+    version = build_task(cfg).dataset_version
+    assert version == build_task(cfg).dataset_version  # stable (file hashes cached beside the data root)
+    assert (root.parent / f".{root.name}.digests.json").is_file()
+    other = build_task(resolve({"dataset": "demo", "source": "noisy", "target": "blurry"})).dataset_version
+    for png in sorted((root / "solid").rglob("*.png")):
+        _black_png(png)
+    with pytest.raises(ValueError, match=r"solid/images/arrow/arrow_0000\.png and 299 other image\(s\) differ from "
+                                         r"what the demo generator draws"):
+        verify.verify("demo", progress=False)
+    assert build_task(cfg).dataset_version != version
+    assert build_task(resolve({"dataset": "demo", "source": "noisy", "target": "blurry"})).dataset_version == other
+
+
+def test_verify_compares_the_locked_manifest_without_decoding(isolated, tmp_path):
+    """A fetched dataset: one image rewritten in place with other bytes is found by ``data verify`` (the lock's
+    manifest), not only by ``--verify-images``."""
+    import shutil
+
+    from data_fixtures import DEAD, build_packaging, small_spec
+
+    from dmp.data import fetch, verify
+
+    isolated.use(small_spec("office31", 2, lambda a: [f"{DEAD}/{a.filename}"]))
+    (arc,) = build_packaging("office31", "wjdcloud", tmp_path / "build", 2)
+    registry.download_dir("office31").mkdir(parents=True)
+    shutil.copy(arc, registry.download_dir("office31"))
+    root = fetch.fetch("office31", progress=False)
+    verify.verify("office31", progress=False)
+    _black_png(next((root / "dslr").rglob("*.jpg")))
+    with pytest.raises(ValueError, match=r"dslr/images \(domain 'dslr'\) differ from the version locked"):
+        verify.verify("office31", progress=False)

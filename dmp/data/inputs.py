@@ -271,9 +271,10 @@ def build_task(cfg) -> Task:
         if cfg[key] not in names:
             raise ValueError(f"config key {key!r}: unknown domain {cfg[key]!r} of dataset {spec.name}; "
                              f"known: {', '.join(names)}")
-    version = registry.dataset_version(spec.name)
     classes = list(spec.classes)
     src, tgt = (cfg["source"], cfg["source_split"]), (cfg["target"], cfg["target_split"])
+    # images: the version of what this run reads (its two lists and the bytes they name); arrays: their files
+    version = registry.dataset_version(spec.name, *([[src, tgt], True] if spec.kind == "images" else []))
     if spec.kind == "images":
         root = registry.require_dataset(spec.name)   # clear "how to get it" error when missing
         train_tf = image_transforms(True, cfg["resize"], cfg["crop"])

@@ -275,21 +275,63 @@ def write_lock(name: str, lock: dict) -> None:
     write_json(lock_path(name), {k: v for k, v in lock.items() if v or k in ("archives", "counts")})
 
 
-def dataset_version(name: str) -> str:
-    """A short content hash of the dataset. Images: its committed lists and the locked per-class counts and
-    file manifest (the same whichever archive or mirror it came from); features/arrays: its files."""
+def file_digests(root: Path, rels) -> dict[str, str]:
+    """``{rel: sha256}`` of the files ``root/rel``, each hashed once and kept beside the data root in
+    ``.<root name>.digests.json`` with its size, mtime, ctime and inode: a file is hashed again only when one of
+    them changed (a file replaced or rewritten in place always changes its ctime)."""
+    root = Path(root)
+    cache_path = root.parent / f".{root.name}.digests.json"
+    try:
+        cache = json.loads(cache_path.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    out, changed = {}, False
+    for rel in rels:
+        st = (root / rel).stat()
+        key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        hit = cache.get(rel)
+        if not hit or hit[:4] != key:
+            cache[rel] = hit = [*key, sha256_file(root / rel)]
+            changed = True
+        out[rel] = hit[4]
+    if changed:
+        try:
+            write_json(cache_path, cache)
+        except OSError:  # a read-only data folder: hashed again next time
+            pass
+    return out
+
+
+def dataset_version(name: str, lists=None, content: bool = False) -> str:
+    """A short content hash of the dataset. Images: its committed lists - only the ``(domain, split)`` lists a run
+    reads when ``lists`` is given, so preparing other splits changes no run's version - with the locked per-class
+    counts and file manifest of their domains (the same whichever archive or mirror it came from), and for
+    generated data its generator's declaration; ``content``: also the bytes in place of every file those lists
+    name (:func:`file_digests`), so images replaced in place give another version. Features/arrays: its files."""
     spec = get_dataset(name)
     h = hashlib.sha256(name.encode())
     if spec.kind == "images":
-        for path in sorted(lists_dir(name).glob("*.txt")):
-            h.update(path.name.encode() + b"\0" + path.read_bytes())
+        if lists is None:
+            paths, domains = sorted(lists_dir(name).glob("*.txt")), [d.name for d in spec.domains]
+        else:  # a list not written yet (planning a suite before `prepare`) counts as missing; a run needs it
+            picked = sorted({(spec.domain(d).name, s) for d, s in lists})
+            paths = sorted({lists_dir(name) / f"{d}_{s}.txt" if not content else list_file(name, d, s)
+                            for d, s in picked})
+            domains = sorted({d for d, _ in picked})
+        for path in paths:
+            h.update(path.name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"(missing)"))
         lock = read_lock(name)
-        h.update(json.dumps(lock["counts"], sort_keys=True).encode())
-        if lock["manifest"]:
-            h.update(json.dumps(lock["manifest"], sort_keys=True).encode())
+        h.update(json.dumps({d: c for d, c in lock["counts"].items() if d in domains}, sort_keys=True).encode())
+        manifest = {d: m for d, m in lock["manifest"].items() if d in domains}
+        if manifest:
+            h.update(json.dumps(manifest, sort_keys=True).encode())
         declared = dataset_dir(name) / "source.json"
         if spec.generated and declared.is_file():  # generated data: what it is generated with (generator version)
             h.update(declared.read_bytes())
+        if content:
+            rels = sorted({rel for path in paths for rel, _ in read_list(path)})
+            digests = file_digests(require_dataset(name), rels)
+            h.update(b"content\0" + "".join(f"{rel}\0{digests[rel]}\n" for rel in rels).encode())
     else:
         root = require_dataset(name)
         for f in sorted({d.folder for d in spec.domains}):

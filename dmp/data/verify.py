@@ -211,6 +211,28 @@ def verify(name: str, root: Path | None = None, *, verify_images: bool = False, 
         return {}
     root = Path(root) if root else registry.require_dataset(name)
     names = [d.name for d in spec.domains if domains is None or d.name in domains]
-    counts, _, _ = check_domains(spec, root, names, lock=registry.read_lock(name), verify_images=verify_images,
-                                 progress=progress)
+    lock = registry.read_lock(name)
+    counts, _, entries = check_domains(spec, root, names, lock=lock, verify_images=verify_images, progress=progress,
+                                       manifest=any(d in lock["manifest"] for d in names))
+    if spec.generated:
+        check_generated(root, [rel for d in names for rel, _ in entries[d]], progress=progress)
     return counts
+
+
+def check_generated(root: Path, rels, progress: bool = True) -> None:
+    """Generated (demo) images: every file must hold the bytes the generator draws for it
+    (:func:`dmp.data.demo.render`, saved as :func:`dmp.data.demo.generate` saves it), so an image changed in place
+    is found without a lock file, on any machine."""
+    from .demo import render
+
+    bad = []
+    for rel in tqdm(rels, desc="compare with the generator", unit="img", disable=not progress):
+        domain, _, cls, fname = rel.split("/")  # <domain>/images/<class>/<class>_<index>.png
+        buf = io.BytesIO()
+        render(domain, cls, int(fname.rsplit("_", 1)[1].split(".")[0])).save(buf, format="PNG", optimize=False)
+        if (Path(root) / rel).read_bytes() != buf.getvalue():
+            bad.append(rel)
+    if bad:
+        raise ValueError(f"{Path(root) / bad[0]}" + (f" and {len(bad) - 1} other image(s)" if len(bad) > 1 else "")
+                         + " differ from what the demo generator draws (changed in place?): regenerate the demo "
+                           "with `python -m dmp data demo`")
