@@ -18,12 +18,13 @@ from dmp.methods.base import StepContext
 from dmp.train import train
 from tests.synthetic import shift_task, small_cfg
 
-BASELINES = ("dann", "cdan", "cdan_e", "bsp_dann", "bsp_cdan", "hafn", "safn", "pada", "iwan")
+BASELINES = ("dann", "cdan", "cdan_e", "bsp_dann", "bsp_cdan", "hafn", "safn", "pada", "iwan", "san")
 # the objective of each method, typed from the papers (docs/method.md, "Comparison methods"): {term: weight}
 PAPER_WEIGHTS = {"dann": {"transfer": 1.0}, "cdan": {"transfer": 1.0}, "cdan_e": {"transfer": 1.0},
                  "bsp_dann": {"transfer": 1.0, "bsp": 1e-4}, "bsp_cdan": {"transfer": 1.0, "bsp": 1e-4},
                  "hafn": {"norm": 0.05}, "safn": {"norm": 0.05}, "pada": {"transfer": 1.0},
-                 "iwan": {"weight_disc": 4.5, "transfer": 3.0, "entropy": 0.1}}
+                 "iwan": {"weight_disc": 4.5, "transfer": 3.0, "entropy": 0.1},
+                 "san": {"transfer": 1.0, "entropy": 0.2}}
 
 
 def _np(t):
@@ -197,6 +198,28 @@ def test_iwan_terms_against_numpy_and_where_their_gradients_go():
     assert all(g is None for g in grads)
 
 
+def test_san_terms_and_per_class_reversed_gradients_against_an_independent_computation():
+    m, ctx = _ctx("san", progress=0.2)
+    discs = ctx.modules["discriminators"]
+    assert len(discs) == 4
+    f = torch.cat([ctx.feats_s[-1], ctx.feats_t[-1]]).detach()
+    logits = np.concatenate([_np(ctx.logits_s), _np(ctx.logits_t)])
+    P = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    gamma = P.mean(0) / P.mean(0).max()
+    out = m.losses(ctx)
+    ref, grad_ref = 0.0, np.zeros((6, 5))
+    for k, disc in enumerate(discs):
+        fk = f.clone().requires_grad_(True)
+        d = disc(fk * torch.tensor(P[:, k:k + 1], dtype=torch.float32)).reshape(-1)
+        lk = 0.5 * (torch.nn.functional.softplus(-d[:6]).mean() + torch.nn.functional.softplus(d[6:]).mean())
+        ref += _v(lk)
+        grad_ref += -math.tanh(5 * 0.2) * gamma[k] * _np(torch.autograd.grad(lk, fk)[0])[:6]
+    assert _v(out["transfer"]) == pytest.approx(ref, rel=1e-5)
+    assert _v(out["entropy"]) == pytest.approx(-(P * np.log(P)).sum(1).mean(), rel=1e-5)
+    g, = torch.autograd.grad(out["transfer"], ctx.feats_s[-1])
+    np.testing.assert_allclose(_np(g), grad_ref, rtol=1e-4, atol=1e-7)
+
+
 # -- the command line, the logged objective, numerics -------------------------------------------------
 @pytest.mark.parametrize("method", BASELINES)
 def test_cli_trains_each_method_and_logs_its_objective(method, tmp_path, monkeypatch, capsys):
@@ -246,7 +269,7 @@ def test_finite_on_one_class_and_tiny_batches(method, tmp_path):
 # -- resume identity -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("method, dims", [("dann", [32, 16]), ("cdan", [32, 16]), ("cdan_e", [32, 1025]),
                                           ("bsp_dann", [32, 16]), ("bsp_cdan", [32, 16]), ("pada", [32, 16]),
-                                          ("iwan", [32, 16])])
+                                          ("iwan", [32, 16]), ("san", [32, 16])])
 def test_a_resumed_run_is_identical_to_an_uninterrupted_one(method, dims, tmp_path):
     """Stopped at iteration 12 (after the class-weight refresh of iteration 8, before the next one at 16) and
     resumed: the same log, predictions, discriminator and random map as one run of 20 iterations."""

@@ -39,8 +39,9 @@ class _GradientReversal(torch.autograd.Function):
 
 def grad_reverse(x: torch.Tensor, coeff: float) -> torch.Tensor:
     r"""The gradient reversal layer :math:`R` of DANN (ICML 2015 / JMLR 2016, Sec. "Optimization with backpropagation"):
-    :math:`R(x) = x` forward, :math:`\partial R / \partial x = -\lambda I` backward."""
-    return _GradientReversal.apply(x, float(coeff))
+    :math:`R(x) = x` forward, :math:`\partial R / \partial x = -\lambda I` backward. ``coeff`` is a number, or a
+    (constant) tensor broadcast against the gradient (SAN's per-class coefficients, without a host read)."""
+    return _GradientReversal.apply(x, coeff.detach() if torch.is_tensor(coeff) else float(coeff))
 
 
 class DomainDiscriminator(nn.Module):

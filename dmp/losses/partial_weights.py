@@ -13,6 +13,7 @@ def pada_class_weights(probs: torch.Tensor) -> torch.Tensor:
     .. math:: \gamma = \frac{1}{n_t} \sum_{j=1}^{n_t} \hat y^t_j, \qquad \gamma \leftarrow \gamma / \max(\gamma),
 
     so the most predicted class weighs 1 and classes absent from the target (outlier classes) get small weights.
+    SAN's class-level weights are the same formula on each batch's predictions.
 
     Args:
         probs: ``[n_t, c]`` softmax predictions over the target set, or their mean ``[c]``.
@@ -23,9 +24,8 @@ def pada_class_weights(probs: torch.Tensor) -> torch.Tensor:
     g = g.mean(0) if g.dim() == 2 else g
     g = g.clamp_min(0)
     top = g.max()
-    if not torch.isfinite(top) or top <= 0:
-        return torch.ones_like(g, dtype=torch.float32)
-    return (g / top).float()
+    usable = torch.isfinite(top) & (top > 0)  # no host read: SAN calls this at every step
+    return torch.where(usable, g / top.clamp_min(1e-300), torch.ones_like(g)).float()
 
 
 def iwan_weights(d_s: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
