@@ -156,6 +156,110 @@ def test_interpolation_tsne_has_one_panel_per_alpha_of_the_table(built):
     assert frame["x"].notna().all() and frame.groupby(["alpha", "class"]).size().max() == 4
 
 
+# ----------------------------------------------------------------------------- readable without the caption
+def _draw(built, name):
+    """The figure drawn again from its built frame (the CLI's arguments), rendered so that extents are final."""
+    from dmp.figures import plot
+
+    _, frames = built
+    plan = FigurePlan(CONFIG)
+    spec = plan.spec(name)
+    kwargs = {}
+    if name in ("tsne", "interpolation_tsne", "confusion"):
+        kwargs["class_order"] = [plan.suite.class_label(spec["dataset"], c)
+                                 for c in plan.suite.class_names(spec["dataset"])]
+    fig = plot.PLOTS[name](frames[name], spec, **kwargs)
+    fig.canvas.draw()
+    return fig
+
+
+@pytest.mark.parametrize("name, words", [
+    ("hyper", ["λ1 × λ2", "mean over seeds 0, 1"]),
+    ("k", ["imageclef I→P, P→I", "vanilla", "DMP", "mean over seeds 0, 1"]),
+    ("dprime", ["imageclef I→P", "vanilla", "DMP", "seed 0"]),
+    ("convergence", ["office31 A→W", "vanilla", "DMP", "mean over seeds 0, 1"]),
+    ("tsne", ["visda2017 S→R", "vanilla", "seed 0"]),
+    ("confusion", ["visda2017 S→R", "mean over seeds 0, 1"]),
+    ("weights", ["visda2017 S→R", "partial", "mean over seeds 0, 1"]),
+    ("shared_classes", ["office31 A→W", "partial", "mean over seeds 0, 1"]),
+    ("interpolation_tsne", ["visda2017 S→R", "vanilla", "DMP", "seed 0"]),
+])
+def test_titles_name_task_setting_method_and_seeds(built, name, words):
+    """The figure's title with the panel titles name what the caption would: task, setting, method, seeds."""
+    import matplotlib.pyplot as plt
+
+    fig = _draw(built, name)
+    text = " | ".join([fig._suptitle.get_text()] + [ax.get_title() for ax in fig.axes])
+    plt.close(fig)
+    assert [w for w in words if w not in text] == [], text
+    if name in ("hyper", "confusion", "tsne", "weights"):  # the method of each panel in its own title
+        assert "DMP" in text and ("Source only" in text or name == "hyper")
+
+
+def test_confusion_matrices_have_a_colour_bar(built):
+    import matplotlib.pyplot as plt
+
+    fig = _draw(built, "confusion")
+    bars = [ax for ax in fig.axes if ax.get_ylabel() == "% of the true class"]
+    drawn = [ax for ax in fig.axes if ax.images]
+    assert len(drawn) == 3 and len(bars) == len(drawn)  # one panel is a gap (no finished run)
+    plt.close(fig)
+
+
+def test_hyper_annotations_contrast_with_their_cell(built):
+    """Dark text on light cells (viridis' yellow peak), light text on dark ones: by the cell colour's luminance."""
+    import matplotlib.pyplot as plt
+
+    fig = _draw(built, "hyper")
+    colours = []
+    for ax in fig.axes:
+        if not ax.images:
+            continue
+        image = ax.images[0]
+        values = image.get_array()
+        for t in ax.texts:
+            if t.get_text() in ("–", ""):
+                continue
+            i, j = np.unravel_index(np.ma.argmin(np.abs(values - float(t.get_text()))), values.shape)
+            r, g, b, _ = image.cmap(image.norm(values[i, j]))
+            colours.append((0.2126 * r + 0.7152 * g + 0.0722 * b, t.get_color()))
+    plt.close(fig)
+    assert colours and {c for lum, c in colours if lum > 0.6} == {"black"}
+    assert {c for lum, c in colours if lum < 0.3} == {"white"}
+
+
+def test_weight_error_bars_never_go_below_zero(built):
+    """A weight is >= 0: a bar whose seed std exceeds its mean has its error bar stop at 0 (the upper one is kept)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.container import ErrorbarContainer
+
+    from dmp.figures import plot
+
+    _, frames = built
+    frame = frames["weights"].copy()
+    wide = frame.index[(frame["method"] == "dmp") & ~frame["shared"].astype(bool)][0]
+    frame.loc[wide, "std"] = 3 * frame.loc[wide, "mean"]  # an outlier class whose seeds disagree
+    fig = plot.weights(frame, FigurePlan(CONFIG).spec("weights"))
+    segments = [seg for ax in fig.axes for c in ax.containers if isinstance(c, ErrorbarContainer)
+                for coll in c.lines[2] for seg in coll.get_segments()]
+    plt.close(fig)
+    assert segments and min(seg[:, 1].min() for seg in segments) == 0
+    assert max(seg[:, 1].max() for seg in segments) >= 4 * frame.loc[wide, "mean"] - 1e-12
+
+
+@pytest.mark.parametrize("name", ["k", "dprime", "convergence"])
+def test_legends_lie_outside_the_data(built, name):
+    import matplotlib.pyplot as plt
+
+    fig = _draw(built, name)
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is not None:
+            assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer)), name
+    plt.close(fig)
+
+
 def test_every_figure_builds_without_any_run(tmp_path):
     """No run at all: every figure is drawn, empty, with its notes; nothing raises."""
     for name in FIGURES:

@@ -24,6 +24,34 @@ def task_label(task: str) -> str:
     return task.replace("->", "→")
 
 
+def seeds_text(spec: dict) -> str:
+    """``seed 0`` for a figure drawn from one run, ``mean over seeds 0, 1, 2`` otherwise."""
+    seeds = [spec["seed"]] if "seed" in spec else list(spec.get("seeds", []))
+    return f"seed {seeds[0]}" if len(seeds) == 1 else "mean over seeds " + ", ".join(map(str, seeds))
+
+
+def headline(fig, what: str, spec: dict, setting: str | None = None, methods=(), tasks=None) -> None:
+    """The figure's title, so that it reads without its caption: what it shows, then the dataset and task(s), the
+    setting, the method(s) and the seeds (the parts a panel title already names are left out by the caller)."""
+    tasks = tasks if tasks is not None else (spec.get("tasks") or [spec["task"]] if "dataset" in spec else [])
+    parts = [f"{spec['dataset']} {', '.join(task_label(t) for t in tasks)}"] if "dataset" in spec else []
+    parts += [setting] if setting else []
+    parts += [", ".join(method_label(m) for m in methods)] if methods else []
+    fig.suptitle(f"{what}: " + "; ".join(parts + [seeds_text(spec)]), fontsize=9)
+
+
+def ink(rgba) -> str:
+    """Black or white, whichever reads on a cell of colour ``rgba`` (relative luminance, ITU-R BT.709)."""
+    r, g, b = rgba[:3]
+    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "white"
+
+
+def legend_below(ax, handles, labels, ncol: int = 2) -> None:
+    """The legend under the axes, outside the data."""
+    ax.legend(handles, labels, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol,
+              frameon=False)
+
+
 def _grid(n: int, width: float = 3.6, height: float = 3.2, rows: int = 1):
     cols = max(1, int(np.ceil(n / rows)))
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
@@ -75,9 +103,9 @@ def hyper(frame: pd.DataFrame, spec: dict):
         im = ax.imshow(np.ma.masked_invalid(values), origin="lower", cmap=cmap, aspect="auto")
         for i in range(len(l1)):
             for j in range(len(l2)):
-                text = "–" if np.isnan(values[i, j]) else f"{values[i, j]:.1f}"
-                ax.text(j, i - 0.15 if len(l1) < 4 else i, text, ha="center", va="center", fontsize=6,
-                        color="black" if np.isnan(values[i, j]) else "white")
+                missing = np.isnan(values[i, j])
+                ax.text(j, i - 0.15 if len(l1) < 4 else i, "–" if missing else f"{values[i, j]:.1f}", ha="center",
+                        va="center", fontsize=6, color="black" if missing else ink(cmap(im.norm(values[i, j]))))
         peak = group[group["peak"]]
         if len(peak):
             row = peak.iloc[0]
@@ -95,6 +123,7 @@ def hyper(frame: pd.DataFrame, spec: dict):
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="accuracy (%)")
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
+    headline(fig, "Target accuracy (%) over λ1 × λ2, peak framed", spec)
     fig.tight_layout()
     add_notes(fig, frame_notes(frame, "task", "lambda1", "lambda2"))
     return fig
@@ -117,7 +146,8 @@ def k(frame: pd.DataFrame, spec: dict):
     ax2.set_ylabel("std over tasks (%)", color="brown")
     lines = ax.get_legend_handles_labels()
     lines2 = ax2.get_legend_handles_labels()
-    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], fontsize=6, loc="lower right", ncol=2)
+    legend_below(ax, lines[0] + lines2[0], lines[1] + lines2[1], ncol=4)
+    headline(fig, "Accuracy against k", spec, spec.get("setting", "vanilla"), [spec["method"]])
     fig.tight_layout()
     add_notes(fig, frame_notes(tasks, "task", "k"))
     return fig
@@ -147,8 +177,9 @@ def dprime(frame: pd.DataFrame, spec: dict):
         ax2.set_ylabel("eigenvalue $\\lambda_{d'}$")
         h1, l1 = ax.get_legend_handles_labels()
         h2, l2 = ax2.get_legend_handles_labels()
-        ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="best")
-        ax.set_title(f"{label}: {task_label(spec['task'])}, batch size $b_s$ = {b}", fontsize=8)
+        legend_below(ax, h1 + h2, l1 + l2)
+        ax.set_title(f"{label}, batch size $b_s$ = {b}", fontsize=8)
+    headline(fig, "Error index and eigenvalues against d'", spec, spec.get("setting", "vanilla"), [spec["method"]])
     fig.tight_layout()
     add_notes(fig, frame_notes(frame.drop_duplicates("note"), "run"))
     return fig
@@ -175,8 +206,8 @@ def convergence(frame: pd.DataFrame, spec: dict):
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     if h1 or h2:
-        ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="center right")
-    ax.set_title(f"{task_label(spec['task'])} ({spec['dataset']}, {method_label(spec['method'])})", fontsize=8)
+        legend_below(ax, h1 + h2, l1 + l2)
+    headline(fig, "Convergence", spec, spec.get("setting", "vanilla"), [spec["method"]])
     fig.tight_layout()
     add_notes(fig, frame_notes(frame.drop_duplicates("note"), "series"))
     return fig
@@ -215,6 +246,7 @@ def tsne(frame: pd.DataFrame, spec: dict, class_order=None):
             ax.set_title(f"{method_label(method)}: {title}", fontsize=8)
     handles = [plt.Line2D([], [], ls="", marker="o", ms=4, color=colors[c]) for c in classes]
     fig.legend(handles, classes, fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    headline(fig, "t-SNE of the last manifold layer", spec, spec.get("setting", "vanilla"))
     fig.tight_layout()
     add_notes(fig, frame_notes(frame, "method"))
     return fig
@@ -244,6 +276,7 @@ def interpolation_tsne(frame: pd.DataFrame, spec: dict, class_order=None):
                 plt.Line2D([], [], ls="", marker="x", color="k")]
     fig.legend(handles, list(classes) + ["correct", "misclassified"], fontsize=6, loc="center left",
                bbox_to_anchor=(1.0, 0.5))
+    headline(fig, "t-SNE of interpolated target features", spec, "vanilla", [spec["method"]])
     fig.tight_layout()
     add_notes(fig, frame_notes(frame, "alpha"))
     return fig
@@ -264,12 +297,16 @@ def confusion(frame: pd.DataFrame, spec: dict, class_order=None):
         true = [c for c in class_order if c in set(data["true"])] if class_order else list(dict.fromkeys(data["true"]))
         pred = class_order or list(dict.fromkeys(data["pred"]))
         mat = data.pivot(index="true", columns="pred", values="value").reindex(index=true, columns=pred)
-        ax.imshow(mat.to_numpy(), cmap="Blues", vmin=0, vmax=100, aspect="auto")
+        im = ax.imshow(mat.to_numpy(), cmap="Blues", vmin=0, vmax=100, aspect="auto")
+        bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        bar.set_label("% of the true class", fontsize=7)
+        bar.ax.tick_params(labelsize=6)
         ax.set_xticks(range(len(pred)), pred, rotation=90, fontsize=6)
         ax.set_yticks(range(len(true)), true, fontsize=6)
         ax.set_xlabel("predicted", fontsize=7)
         ax.set_ylabel("true", fontsize=7)
         ax.set_title(title, fontsize=8)
+    headline(fig, "Target confusion matrices", spec)
     fig.tight_layout()
     add_notes(fig, frame_notes(frame.drop_duplicates(["panel", "note"]), "method", "setting"))
     return fig
@@ -287,12 +324,15 @@ def weights(frame: pd.DataFrame, spec: dict):
             _empty(ax, "no finished run")
             continue
         colors = ["tab:blue" if s else "tab:orange" for s in data["shared"].astype(bool)]
-        ax.bar(x, data["mean"].fillna(0), yerr=data["std"].fillna(0), color=colors, capsize=1.5)
+        mean, std = data["mean"].fillna(0).to_numpy(), data["std"].fillna(0).to_numpy()
+        # a weight is >= 0: the bar's std is drawn down to 0 at most (asymmetric), never below
+        ax.bar(x, mean, yerr=[np.minimum(std, mean), std], color=colors, capsize=1.5)
         ax.set_xticks(x, data["class"], rotation=90, fontsize=6)
-        ax.set_ylabel("class weight")
+        ax.set_ylabel("class weight (± std, clipped at 0)", fontsize=8)
     handles = [plt.Rectangle((0, 0), 1, 1, color="tab:blue"), plt.Rectangle((0, 0), 1, 1, color="tab:orange")]
-    fig.legend(handles, ["shared classes (in the target)", "outlier classes"], fontsize=7, loc="upper center",
-               bbox_to_anchor=(0.5, 1.06), ncol=2)
+    fig.legend(handles, ["shared classes\n(in the target)", "outlier classes"], fontsize=7, loc="center left",
+               bbox_to_anchor=(1.0, 0.5))
+    headline(fig, "Partial class weights", spec, "partial")
     fig.tight_layout()
     add_notes(fig, frame_notes(frame.drop_duplicates(["method", "note"]), "method"))
     return fig
@@ -312,6 +352,7 @@ def shared_classes(frame: pd.DataFrame, spec: dict):
         ax.set_ylabel("accuracy (%)")
         ax.set_title(task_label(task), fontsize=8)
         ax.legend(fontsize=7)
+    headline(fig, "Accuracy against the number of target classes", spec, "partial")
     fig.tight_layout()
     add_notes(fig, frame_notes(frame, "task", "method", "target_split"))
     return fig
