@@ -394,6 +394,29 @@ class Suite:
             self._expected[run] = resolve(parse_overrides(self.train_args(run)))
         return self._expected[run]
 
+    def unjustified(self, run: Run) -> str | None:
+        """Why the metrics.json in ``run``'s folder is no result of ``run`` (another config, unfinished, damaged,
+        impossible values: what the tables would footnote), None if it is one or there is none yet."""
+        from .tables.aggregate import read_metrics
+
+        path = run.metrics_path(self.results)
+        return read_metrics(path, self.expected_config(run), ())[1] if os.path.exists(path) else None
+
+    def stale_marks(self, run: Run) -> list[str]:
+        """Inputs of the train rule that make Snakemake retrain a run whose metrics.json it would otherwise keep
+        although it is no result of the run (placed by hand, another config, damaged: Snakemake has no record of
+        such a file, so none of its rerun triggers fires): ``[<run folder>/STALE_MARK]``, written now (saying why),
+        so that it is an input newer than the metrics.json; nothing for a run that is its own result or not done.
+        The train job's prepare step removes the run's files and the mark (:func:`prepare`)."""
+        why = self.unjustified(run)
+        if not why:
+            return []
+        from .io import write_text
+
+        mark = f"{run.folder(self.results)}/{STALE_MARK}"
+        write_text(mark, f"{run.metrics_path(self.results)} is no result of this run: {why}\n")
+        return [mark]
+
     def train_args(self, run: Run) -> list[str]:
         """``key=value`` arguments of ``python -m dmp train`` for a run (values in YAML flow syntax).  The rule adds
         ``threads=`` itself: the thread count changes speed, not results, so it must not make a run stale."""
@@ -455,19 +478,29 @@ def training_code_version() -> str:
 
 SIGNATURE_FILE = "suite_signature.txt"
 STALE_FILES = ("checkpoint.pt", "metrics.json", "log.csv", "features.npz")
+# Written into a run folder whose metrics.json is no result of its run (Suite.stale_marks): the train job reruns, and
+# its prepare step removes that run's files (STALE_FILES and config.yaml) first.
+STALE_MARK = "stale.txt"
 
 
 def prepare(run_dir: str | os.PathLike, signature: str) -> bool:
     """Make ``run_dir`` safe to resume: if it holds files of a run with another signature (other code or
     arguments) or of unknown origin, remove them; then record ``signature``.  Returns True if something was
     removed."""
+    from .train.checkpoint import run_lock
+
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    with run_lock(run_dir):  # never under a training process
+        return _prepare(run_dir, signature)
+
+
+def _prepare(run_dir: Path, signature: str) -> bool:
     stamp = run_dir / SIGNATURE_FILE
     old = stamp.read_text().strip() if stamp.exists() else None
     removed = False
-    if old != signature:
-        for name in STALE_FILES:
+    foreign = (run_dir / STALE_MARK).exists()  # a metrics.json of another run (Suite.stale_marks): start afresh
+    if old != signature or foreign:
+        for name in STALE_FILES + (("config.yaml", STALE_MARK) if foreign else ()):
             if (run_dir / name).exists():
                 (run_dir / name).unlink()
                 removed = True

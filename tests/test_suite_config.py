@@ -113,3 +113,37 @@ def test_results_must_be_a_folder_without_wildcards(results):
     cfg["results"] = "out/results dir"  # any other path is fine
     validate(cfg, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
     assert Suite(cfg).results == "out/results dir"
+
+
+@pytest.mark.slow
+def test_snakemake_retrains_a_run_whose_metrics_are_no_result_of_it(tmp_path):
+    """Issue 23: a metrics.json placed in a run folder (2 iterations, lambda2 = 0: no DMP run) or left unfinished was
+    kept by Snakemake (it has no record of the file, so no rerun trigger fires) and printed by the tables. The train
+    rule's input now marks such a run stale: Snakemake retrains it, and only it; prepare then clears its folder."""
+    import json
+    import shutil
+
+    from dmp.suite import STALE_MARK, prepare
+
+    fixture = tmp_path / "fixture"
+    shutil.copytree(ROOT / "tests" / "data" / "fixture", fixture)
+    cfg = yaml.safe_load((ROOT / "tests" / "data" / "tables_config.yaml").read_text())
+    cfg["results"] = str(fixture)
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+    foreign = fixture / "runs/office31/vanilla/A-W/dmp/G/full-full/seed0/metrics.json"
+    fine = fixture / "runs/office31/vanilla/A-W/dmp/G/full-full/seed1/metrics.json"
+    unfinished = fixture / "runs/office31/partial/A-W/source_only/G/full-partial/seed2/metrics.json"
+    metrics = json.loads(foreign.read_text())
+    metrics["config"].update(iterations=2, lambda2=0.0)
+    foreign.write_text(json.dumps(metrics))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", str(foreign), str(fine), str(unfinished),
+                           "--quiet", "rules", "--configfile", str(tmp_path / "cfg.yaml")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^train\s+2$", proc.stdout, re.M), proc.stdout
+    mark = foreign.with_name(STALE_MARK)
+    assert "a run of another config: iterations 2 (expected None), lambda2 0.0" in mark.read_text()
+    assert not fine.with_name(STALE_MARK).exists()
+    (foreign.parent / "config.yaml").write_text("iterations: 2\n")
+    assert prepare(foreign.parent, "sig")  # what the train job does first: the foreign run's files go
+    assert sorted(p.name for p in foreign.parent.iterdir()) == [".dmp-run.lock", "suite_signature.txt"]

@@ -15,6 +15,8 @@ rule train:
         suite_lib.RUN_PATTERN.replace("{results}", RESULTS),
     input:
         data_inputs,
+        # a metrics.json that is no result of this run (placed by hand, another config): retrain it
+        lambda w: SUITE.stale_marks(SUITE.run_from_wildcards(w)),
     log:
         suite_lib.RUN_PATTERN.replace("{results}", RESULTS).replace("metrics.json", "train.log"),
     benchmark:
@@ -43,3 +45,4 @@ rule train:
         "{params.python:q} -m dmp.suite prepare {params.run_dir:q} {params.signature:q} > {log:q} 2>&1 && "
         "env {params.env:q} {params.python:q} -m dmp train --quiet --out {params.run_dir:q} {params.args:q} "
         "threads={threads} >> {log:q} 2>&1"
+
