@@ -30,6 +30,7 @@ def test_extract_features_from_demo(isolated, monkeypatch):
     weights = isolated.path / "tiny.pt"
     torch.save(net.state_dict(), weights)
     from dmp.models import backbones
+    net.weights_file = weights  # a builder's contract: the file its weights came from (hashed into the metadata)
     monkeypatch.setitem(backbones.BACKBONES, "tiny", lambda weights_path=None, **_: (
         net.load_state_dict(torch.load(weights_path, weights_only=True)) and None or net, 4))
     parser = argparse.ArgumentParser()
