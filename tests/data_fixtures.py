@@ -210,6 +210,7 @@ def isolated(tmp_path, monkeypatch):
     """An empty project ``datasets/`` and data folder in tmp_path; ``isolated.use(spec)`` registers a spec."""
     monkeypatch.setattr(registry, "DATASETS_DIR", tmp_path / "datasets")
     monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("DMP_DATASETS_DIR", raising=False)  # a lab's declarations outside the checkout: not here
     monkeypatch.delenv("DMP_DATASETS_DIR", raising=False)  # a lab's declarations folder (docs/datasets.md): not here
     for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"):
         monkeypatch.setenv(var, DEAD)
