@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from dmp.losses import (DomainDiscriminator, RandomizedMultilinearMap, bsp_loss, domain_adversarial_loss,
-                        entropy_weights, grad_reverse, grl_coefficient, hafn_loss, iwan_weights, multilinear_map,
-                        pada_class_weights, safn_loss, use_randomized_map)
+                        entropy_weights, etn_weights, grad_reverse, grl_coefficient, hafn_loss, iwan_weights,
+                        leaky_softmax, multilinear_map, pada_class_weights, safn_loss, use_randomized_map)
 
 
 def _np(t):
@@ -277,3 +277,26 @@ def test_iwan_weights_against_numpy():
     np.testing.assert_allclose(_np(w), raw / (raw.mean() + 1e-5), rtol=1e-6, atol=1e-6)
     assert not w.requires_grad and float(w[3]) < 1e-6 and float(w.mean()) == pytest.approx(1.0, abs=1e-4)
     assert torch.isfinite(iwan_weights(torch.full((3,), 100.0))).all()   # all weights ~0: no division by zero
+
+
+# -- ETN: leaky softmax and transferability weights ------------------------------------------------------
+def test_leaky_softmax_against_numpy_and_its_documented_example():
+    probs, dom = leaky_softmax(torch.zeros(3, 9), 1.0)      # easydl's example: 0.1 over 9 classes
+    np.testing.assert_allclose(probs.numpy(), np.full((3, 9), 0.1), rtol=1e-6)
+    np.testing.assert_allclose(dom.numpy(), np.full(3, 0.9), rtol=1e-6)
+    rng = np.random.default_rng(7)
+    Z = rng.normal(size=(4, 5)) * 3
+    probs, dom = leaky_softmax(torch.tensor(Z), 5)
+    ref = np.exp(Z) / (np.exp(Z).sum(1, keepdims=True) + 5)
+    np.testing.assert_allclose(_np(probs), ref, rtol=1e-10)
+    np.testing.assert_allclose(_np(dom), ref.sum(1), rtol=1e-10)
+    big, dom_big = leaky_softmax(torch.tensor([[1000.0, -1000.0]]), 2)
+    assert torch.isfinite(big).all() and 0 < float(dom_big) <= 1
+
+
+def test_etn_weights_against_numpy():
+    d = torch.tensor([0.9, 0.5, 0.1, 1.0], requires_grad=True)
+    raw = 1 - np.array([0.9, 0.5, 0.1, 1.0])
+    w = etn_weights(d)
+    np.testing.assert_allclose(_np(w), raw / (raw.mean() + 1e-10), rtol=1e-6, atol=1e-7)
+    assert not w.requires_grad

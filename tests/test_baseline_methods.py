@@ -18,13 +18,14 @@ from dmp.methods.base import StepContext
 from dmp.train import train
 from tests.synthetic import shift_task, small_cfg
 
-BASELINES = ("dann", "cdan", "cdan_e", "bsp_dann", "bsp_cdan", "hafn", "safn", "pada", "iwan", "san")
+BASELINES = ("dann", "cdan", "cdan_e", "bsp_dann", "bsp_cdan", "hafn", "safn", "pada", "iwan", "san", "etn")
 # the objective of each method, typed from the papers (docs/method.md, "Comparison methods"): {term: weight}
 PAPER_WEIGHTS = {"dann": {"transfer": 1.0}, "cdan": {"transfer": 1.0}, "cdan_e": {"transfer": 1.0},
                  "bsp_dann": {"transfer": 1.0, "bsp": 1e-4}, "bsp_cdan": {"transfer": 1.0, "bsp": 1e-4},
                  "hafn": {"norm": 0.05}, "safn": {"norm": 0.05}, "pada": {"transfer": 1.0},
                  "iwan": {"weight_disc": 4.5, "transfer": 3.0, "entropy": 0.1},
-                 "san": {"transfer": 1.0, "entropy": 0.2}}
+                 "san": {"transfer": 1.0, "entropy": 0.2},
+                 "etn": {"transfer": 2.0, "entropy": 0.2, "aux_domain": 10.0, "aux_ce": 1.0}}
 
 
 def _np(t):
@@ -220,6 +221,38 @@ def test_san_terms_and_per_class_reversed_gradients_against_an_independent_compu
     np.testing.assert_allclose(_np(g), grad_ref, rtol=1e-4, atol=1e-7)
 
 
+def test_etn_terms_against_numpy_and_where_their_gradients_go():
+    m, ctx = _ctx("etn")
+    mods = ctx.modules
+    f = torch.cat([ctx.feats_s[-1], ctx.feats_t[-1]])
+    Z = _np(mods["auxiliary"](f))
+    Q = np.exp(Z) / (np.exp(Z).sum(1, keepdims=True) + 4)   # leaky softmax, coeff = 4 classes
+    D = Q.sum(1)
+    w = (1 - D[:6]) / ((1 - D[:6]).mean() + 1e-10)
+    y = _np(ctx.y_s).astype(int)
+    L = _np(ctx.logits_s)
+    ce = np.log(np.exp(L).sum(1)) - L[np.arange(6), y]
+    d = _disc(ctx, f)
+    Y = np.eye(4)[y]
+    P = _np(ctx.p_t)
+    out = m.losses(ctx)
+    assert _v(out["ce_weighted"]) == pytest.approx((w * ce).mean(), rel=1e-5)
+    assert _v(out["transfer"]) == pytest.approx(0.5 * ((w * _bce(d[:6], 1)).mean() + _bce(d[6:], 0).mean()), rel=1e-5)
+    assert _v(out["aux_domain"]) == pytest.approx(-np.log(D[:6]).mean() - np.log(1 - D[6:]).mean(), rel=1e-5)
+    assert _v(out["aux_ce"]) == pytest.approx(-(Y * np.log(Q[:6]) + (1 - Y) * np.log(1 - Q[:6])).sum() / 6,
+                                              rel=1e-5)
+    assert _v(out["entropy"]) == pytest.approx(-(P * np.log(P)).sum(1).mean(), rel=1e-5)
+    # the auxiliary predictor learns on detached features; the weighted game does not train it
+    for t in ("aux_domain", "aux_ce"):
+        assert torch.autograd.grad(out[t], ctx.feats_s[-1], allow_unused=True)[0] is None
+    grads = torch.autograd.grad(out["transfer"], list(mods["auxiliary"].parameters()), allow_unused=True)
+    assert all(g is None for g in grads)
+    terms = {k: torch.tensor(_v(x)) for k, x in out.items()}
+    expected = _v(out["ce_weighted"]) + 2 * _v(out["transfer"]) + 0.2 * _v(out["entropy"]) \
+        + 10 * _v(out["aux_domain"]) + _v(out["aux_ce"])
+    assert _v(m.total(torch.tensor(9.0), terms, ctx)) == pytest.approx(expected, rel=1e-6)
+
+
 # -- the command line, the logged objective, numerics -------------------------------------------------
 @pytest.mark.parametrize("method", BASELINES)
 def test_cli_trains_each_method_and_logs_its_objective(method, tmp_path, monkeypatch, capsys):
@@ -236,7 +269,7 @@ def test_cli_trains_each_method_and_logs_its_objective(method, tmp_path, monkeyp
     for r in rows:
         v = {k: float(x) for k, x in r.items()}
         assert all(math.isfinite(x) for x in v.values())
-        ce = v["ce_weighted"] if method == "pada" else v["ce"]
+        ce = v.get("ce_weighted", v["ce"])  # PADA and ETN minimise a weighted source cross-entropy
         expected = ce + sum(w * v[t] for t, w in PAPER_WEIGHTS[method].items())
         assert v["loss"] == pytest.approx(expected, rel=1e-5)
 
@@ -269,7 +302,7 @@ def test_finite_on_one_class_and_tiny_batches(method, tmp_path):
 # -- resume identity -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("method, dims", [("dann", [32, 16]), ("cdan", [32, 16]), ("cdan_e", [32, 1025]),
                                           ("bsp_dann", [32, 16]), ("bsp_cdan", [32, 16]), ("pada", [32, 16]),
-                                          ("iwan", [32, 16]), ("san", [32, 16])])
+                                          ("iwan", [32, 16]), ("san", [32, 16]), ("etn", [32, 16])])
 def test_a_resumed_run_is_identical_to_an_uninterrupted_one(method, dims, tmp_path):
     """Stopped at iteration 12 (after the class-weight refresh of iteration 8, before the next one at 16) and
     resumed: the same log, predictions, discriminator and random map as one run of 20 iterations."""

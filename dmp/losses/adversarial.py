@@ -54,10 +54,10 @@ class DomainDiscriminator(nn.Module):
     and the iteration, so a resumed run draws the same masks as an uninterrupted one without saving the global
     random state); otherwise from the global generator, as ``nn.Dropout``."""
 
-    def __init__(self, in_dim: int, hidden: int = 1024, dropout: float = 0.5):
+    def __init__(self, in_dim: int, hidden: int = 1024, dropout: float = 0.5, out_dim: int = 1):
         super().__init__()
         self.hidden = nn.ModuleList([nn.Linear(in_dim, hidden), nn.Linear(hidden, hidden)])
-        self.out = nn.Linear(hidden, 1)
+        self.out = nn.Linear(hidden, out_dim)  # out_dim > 1: ETN's auxiliary label predictor, same body
         self.dropout = float(dropout)
         for m in self.modules():
             if isinstance(m, nn.Linear):

@@ -1,6 +1,8 @@
-"""Class and instance weights of the partial-DA comparison methods: PADA (Cao, Ma, Long, Wang, ECCV 2018) and IWAN
-(Zhang, Ding, Li, Ogunbona, CVPR 2018)."""
+"""Class and instance weights of the partial-DA comparison methods: PADA (Cao, Ma, Long, Wang, ECCV 2018), IWAN
+(Zhang, Ding, Li, Ogunbona, CVPR 2018) and ETN (Cao, You, Long, Wang, Yang, CVPR 2019)."""
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -43,5 +45,30 @@ def iwan_weights(d_s: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     Returns:
         ``[n_s]`` weights with mean (about) one.
     """
-    w = 1.0 - torch.sigmoid(d_s.detach().reshape(-1))
+    return complement_weights(torch.sigmoid(d_s.reshape(-1)), eps)
+
+
+def complement_weights(p_source: torch.Tensor, eps: float) -> torch.Tensor:
+    r"""Detached :math:`(1 - p_i) / (\frac{1}{n}\sum_k (1 - p_k) + \epsilon)` for probabilities ``p`` that a source
+    row is source (IWAN's :math:`D^*`, ETN's :math:`\tilde D`)."""
+    w = 1.0 - p_source.detach()
     return w / (w.mean() + eps)
+
+
+def leaky_softmax(z: torch.Tensor, coeff: float) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""ETN's leaky softmax (Cao, You, Long, Wang, Yang, CVPR 2019, the auxiliary label predictor; ``TorchLeakySoftmax``
+    of the easydl package its official code uses, with ``coeff`` = the number of source classes):
+
+    .. math:: \tilde y_k = \frac{e^{z_k}}{\sum_j e^{z_j} + c}, \qquad \tilde D = \sum_k \tilde y_k \in (0, 1),
+
+    computed as a softmax over ``[z, log c]`` (finite for any logits). Returns ``(probs [n, c], domain [n])``;
+    :math:`\tilde D` is the probability that the row is from the source."""
+    extra = torch.full_like(z[:, :1], math.log(coeff))
+    probs = torch.softmax(torch.cat([z, extra], 1), 1)[:, :-1]
+    return probs, probs.sum(1)
+
+
+def etn_weights(domain_s: torch.Tensor, eps: float = 1e-10) -> torch.Tensor:
+    r"""ETN's transferability weights of the source rows (CVPR 2019; official ``main.py``): :math:`w_i = 1 - \tilde
+    D(x_i)` normalised by its batch mean (``eps = 1e-10``), constants in the loss."""
+    return complement_weights(domain_s.reshape(-1), eps)
