@@ -428,12 +428,21 @@ class Suite:
         preparing other splits retrains nothing."""
         return _data_version(self.registry, dataset, tuple(lists) if lists else None)
 
+    def config_text(self, run: Run) -> str:
+        """:meth:`expected_config` without the runtime keys, as canonical JSON (the signature's part of a run)."""
+        from .train.checkpoint import RUNTIME_KEYS
+
+        cfg = self.expected_config(run)
+        return json.dumps({k: v for k, v in cfg.items() if k not in RUNTIME_KEYS}, sort_keys=True, default=str)
+
     def signature(self, run: Run) -> str:
-        """Hash of what decides a run's result: training code, dataset version and arguments.  Snakemake reruns a
-        job when it changes (it is a rule parameter) and ``prepare`` drops a checkpoint written under another."""
+        """Hash of what decides a run's result: training code, dataset version (the lists the run reads) and the
+        whole config the run trains with (:meth:`expected_config`, the runtime keys aside: the keys a table checks).
+        Snakemake reruns a job when it changes (it is a rule parameter) and ``prepare`` drops a checkpoint written
+        under another."""
         cfg = self.run_config(run)
         lists = ((cfg["source"], cfg["source_split"]), (cfg["target"], cfg["target_split"]))
-        text = "\n".join([training_code_version(), self.data_version(run.dataset, lists), *self.train_args(run)])
+        text = "\n".join([training_code_version(), self.data_version(run.dataset, lists), self.config_text(run)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -147,3 +147,16 @@ def test_snakemake_retrains_a_run_whose_metrics_are_no_result_of_it(tmp_path):
     (foreign.parent / "config.yaml").write_text("iterations: 2\n")
     assert prepare(foreign.parent, "sig")  # what the train job does first: the foreign run's files go
     assert sorted(p.name for p in foreign.parent.iterdir()) == [".dmp-run.lock", "suite_signature.txt"]
+
+
+def test_the_signature_covers_the_keys_a_table_checks():
+    """The train rule's signature hashes the whole resolved config (what the tables check), not the runtime keys."""
+    def signature(**train):
+        cfg = copy.deepcopy(DEMO)
+        cfg["train"] = {**(cfg.get("train") or {}), **train}
+        suite = Suite(cfg)
+        return suite.signature(suite.all_runs()[0])
+
+    base = signature()
+    assert signature(anchor_bn="eval") != base and signature(lambda2=0) != base
+    assert signature(checkpoint_every=7, num_workers=0) == base
