@@ -6,9 +6,9 @@
 - ``server``: a loopback HTTP server (Range requests, scripted failures: status, truncation, trickling, content
   type) at ``server.url(path)``.
 - ``internet``: the same server as an HTTP(S) proxy standing in for the real mirror hosts (cloud.tsinghua.edu.cn,
-  wjdcloud.blob.core.windows.net, csr.bu.edu, raw.githubusercontent.com, cdn.jsdelivr.net, drive.google.com and drive.usercontent.google.com with Google
-  Drive's redirect, virus-scan confirmation form and quota page), over TLS with a test CA, so the registry's real
-  mirror URLs are fetched, Google Drive ones through gdown.
+  wjdcloud.blob.core.windows.net, csr.bu.edu, raw.githubusercontent.com, cdn.jsdelivr.net, drive.google.com and
+  drive.usercontent.google.com with Google Drive's redirect, virus-scan confirmation form and quota page), over
+  TLS with a test CA, so the registry's real mirror URLs are fetched, Google Drive ones through gdown.
 - ``build_packaging``: every packaging of the four datasets in its real layout, from deterministic tiny images
   (the same images in every packaging), including ImageCLEF's quirks.
 """

@@ -509,6 +509,9 @@ def test_evidence_data_is_fetched_from_the_pinned_github_commits(internet, isola
     got = {u.split("/")[2] for u, _ in internet.requests}
     assert got == {"raw.githubusercontent.com", "cdn.jsdelivr.net"}
     assert not registry.lock_path("office_caltech10").exists()  # pinned files need no lock
+    (root / "webcam.mat").write_bytes(bytes(bad))  # a damaged copy in place: verify names it and the pin
+    with pytest.raises(ValueError, match=rf"webcam\.mat: sha256 .* is not the pinned {oc10.archives[2].sha256[:16]}"):
+        verify.verify("office_caltech10")
 
 
 @pytest.mark.skipif(not (registry.PROJECT.parent / "shared" / "data" / "mnist_usps").is_dir(),

@@ -19,9 +19,10 @@ from typing import Callable
 
 from tqdm import tqdm
 
+from ..io import sha256_file
 from . import registry
-from .load import data_classes, open_rgb, read_arrays
 from .catalog import PUBLISHED_DUPLICATES
+from .load import data_classes, open_rgb, read_arrays
 from .spec import IMAGE_EXTENSIONS, DatasetSpec, Domain
 
 Shown = Callable[[str], str]
@@ -203,9 +204,18 @@ def verify(name: str, root: Path | None = None, *, verify_images: bool = False, 
            domains=None) -> dict[str, dict[str, int]]:
     """Verify the extracted dataset under ``root`` (default :func:`registry.data_root`) against its declaration,
     lock file and committed lists (:func:`check_domains`); ``verify_images`` also decodes every image and checks
-    the manifest. Features/arrays datasets: every domain is read and validated. Returns the per-class counts."""
+    the manifest. Features/arrays datasets: files with a pinned sha256 checked, every domain read and validated.
+    Returns the per-class counts."""
     spec = registry.get_dataset(name)
     if spec.kind != "images":
+        root = registry.require_dataset(name)
+        for a in spec.archives:
+            if a.sha256 and a.filename in {d.folder for d in spec.domains}:
+                sha = sha256_file(root / a.filename)
+                if sha != a.sha256:
+                    raise ValueError(f"{root / a.filename}: sha256 {sha[:16]}... is not the pinned {a.sha256[:16]}... "
+                                     f"of the published file ({a.urls[0] if a.urls else a.filename}): another or "
+                                     f"damaged copy; remove it and run `python -m dmp data fetch {name}`")
         for d in spec.domains:
             read_arrays(name, d.name)
         return {}
