@@ -29,6 +29,10 @@ def normalise_weights(w: torch.Tensor, mode: str) -> torch.Tensor:
     raise ValueError(f"unknown weight normalisation {mode!r}")
 
 
-def weight_source_features(h_s: torch.Tensor, y_s: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    r"""Eq. (WeightedAlignLoss): :math:`h^{s'}_i = w_{y_i} h^s_i`; ``h_s [n, d]``, ``y_s [n]``, ``w [c]``."""
-    return h_s * w.to(h_s)[y_s].unsqueeze(1)
+def weight_source_features(h_s, y_s: torch.Tensor, w: torch.Tensor):
+    r"""Eq. (WeightedAlignLoss): :math:`h^{s'}_i = w_{y_i} h^s_i`; ``h_s [n, d]`` (or a list of layers, each
+    weighted by the same row weights, gathered once), ``y_s [n]``, ``w [c]``."""
+    layers = [h_s] if isinstance(h_s, torch.Tensor) else list(h_s)
+    rows = w.to(layers[0])[y_s].unsqueeze(1)
+    weighted = [h * rows for h in layers]
+    return weighted[0] if isinstance(h_s, torch.Tensor) else weighted

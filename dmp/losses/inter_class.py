@@ -1,8 +1,32 @@
 """Source inter-class similarity loss (paper Sec. "Source Inter-Class Similarity")."""
 from __future__ import annotations
 
+import functools
+import operator
+
 import torch
 import torch.nn.functional as F
+
+
+def _layers(h, anchors):
+    """``(h, anchors)`` as equal-length lists of layers (a tensor is one layer)."""
+    if isinstance(h, torch.Tensor):
+        return [h], [anchors]
+    h, anchors = list(h), list(anchors)
+    if not h or len(h) != len(anchors):
+        raise ValueError(f"one anchor per layer: got {len(h)} feature layers and {len(anchors)} anchors")
+    return h, anchors
+
+
+def _sum_layers(terms: list[torch.Tensor]) -> torch.Tensor:
+    """``t_1 + t_2 + ...`` in layer order (the sum over the manifold layers of Eq. Objective)."""
+    return functools.reduce(operator.add, terms)
+
+
+def class_onehot(y: torch.Tensor, num_classes: int, dtype: torch.dtype) -> torch.Tensor:
+    """``[n, c]`` one-hot rows of the labels ``y [n]``, read nowhere on the host (``F.one_hot`` reads ``max(y)``: a
+    device synchronisation)."""
+    return (y.unsqueeze(1) == torch.arange(num_classes, device=y.device)).to(dtype)
 
 
 def batch_class_means(h: torch.Tensor, y: torch.Tensor, num_classes: int):
@@ -16,14 +40,13 @@ def batch_class_means(h: torch.Tensor, y: torch.Tensor, num_classes: int):
         (the paper: "If there are no samples of the i-th class in the current batch, then the corresponding
         class center is an all-zero vector").
     """
-    # (F.one_hot would read max(y) to the host: a device synchronisation)
-    onehot = (y.unsqueeze(1) == torch.arange(num_classes, device=y.device)).to(h.dtype)  # [n, c]
+    onehot = class_onehot(y, num_classes, h.dtype)           # [n, c]
     counts = onehot.sum(0)                                    # [c]
     means = (onehot.t() @ h) / counts.clamp_min(1).unsqueeze(1)
     return means, counts > 0
 
 
-def inter_class_loss(h_s: torch.Tensor, y_s: torch.Tensor, source_mean: torch.Tensor, num_classes: int,
+def inter_class_loss(h_s, y_s: torch.Tensor, source_mean, num_classes: int,
                      absent: str = "zero", eps: float = 1e-8) -> torch.Tensor:
     r"""Inter-class loss, Eq. (InterLoss) with Eq. (CentralizedClassMeans).
 
@@ -36,28 +59,41 @@ def inter_class_loss(h_s: torch.Tensor, y_s: torch.Tensor, source_mean: torch.Te
     :math:`\bar{h}^s` (``source_mean``, the mean over the whole source set) is a constant (detached).
 
     Args:
-        h_s: ``[n, d]`` source features of one manifold layer.
+        h_s: ``[n, d]`` source features of one manifold layer, or a list of them (one per manifold layer ``l``,
+            with ``source_mean`` a list of their anchors): the sum :math:`\sum_l \mathcal{L}^l_{inter}` (what the
+            class one-hots, counts and pair indices cost is paid once for all the layers).
         y_s: ``[n]`` source labels.
-        source_mean: ``[d]`` anchor.
+        source_mean: ``[d]`` anchor (or a list, as ``h_s``).
         num_classes: ``c``.
         absent: how classes absent from the batch are treated. ``"zero"`` (default, the paper): their
             class mean is the all-zero vector, so their centralised mean is the constant ``-source_mean`` and
             every pair ``i<j`` of the ``c`` classes is averaged with ``2/(c(c-1))``. ``"skip"``: only the pairs
-            of classes present in the batch are averaged (``2/(m(m-1))`` over the ``m`` present classes).
+            of classes present in the batch are averaged (``2/(m(m-1))`` over the ``m`` present classes; the
+            count ``m`` is read on the host: a device synchronisation, unlike ``"zero"``).
         eps: floor of the l2 norm in the normalisation (a zero centralised mean gives a zero vector, not NaN).
     Returns:
         A scalar; 0 when fewer than two classes take part (nothing to separate).
     """
-    means, present = batch_class_means(h_s, y_s, num_classes)
-    centred = means - source_mean.detach().unsqueeze(0)
-    if absent == "skip":
-        centred = centred[present]
-    elif absent != "zero":
+    if absent not in ("zero", "skip"):
         raise ValueError(f"absent must be 'zero' or 'skip', got {absent!r}")
-    m = centred.shape[0]
+    layers, anchors = _layers(h_s, source_mean)
+    onehot = class_onehot(y_s, num_classes, layers[0].dtype)  # [n, c], shared by the layers
+    counts = onehot.sum(0)
+    scale, present = counts.clamp_min(1).unsqueeze(1), counts > 0
+    onehot_t = onehot.t()
+    m = num_classes
+    if absent == "skip":
+        present_idx = present.nonzero().squeeze(1)            # (reads the device)
+        m = present_idx.numel()
     if m < 2:
-        return h_s.sum() * 0.0
-    unit = F.normalize(centred, dim=1, eps=eps)
-    cos = unit @ unit.t()                                    # [m, m]
-    iu = torch.triu_indices(m, m, offset=1, device=h_s.device)
-    return cos[iu[0], iu[1]].mean()
+        return layers[0].sum() * 0.0
+    iu = torch.triu_indices(m, m, offset=1, device=layers[0].device)
+    terms = []
+    for h, mean in zip(layers, anchors):
+        centred = (onehot_t @ h) / scale - mean.detach().unsqueeze(0)
+        if absent == "skip":
+            centred = centred[present_idx]
+        unit = F.normalize(centred, dim=1, eps=eps)
+        cos = unit @ unit.t()                                 # [m, m]
+        terms.append(cos[iu[0], iu[1]].mean())
+    return _sum_layers(terms)

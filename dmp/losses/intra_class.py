@@ -4,8 +4,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .inter_class import _layers, _sum_layers
 
-def intra_class_loss(h_t: torch.Tensor, p_t: torch.Tensor, class_means: torch.Tensor, k: int = 1,
+
+def intra_class_loss(h_t, p_t: torch.Tensor, class_means, k: int = 1,
                      class_weights: torch.Tensor | None = None, eps: float = 1e-8,
                      grad_p: bool = True) -> torch.Tensor:
     r"""Top-k truncated, soft-label weighted intra-class loss, Eq. (IntraLoss&Truncated) / Eq. (WeightedIntraLoss).
@@ -21,9 +23,11 @@ def intra_class_loss(h_t: torch.Tensor, p_t: torch.Tensor, class_means: torch.Te
     ``h_t`` only with ``grad_p=False`` (:math:`p^t` as a constant confidence weight).
 
     Args:
-        h_t: ``[n, d]`` target features of one manifold layer.
+        h_t: ``[n, d]`` target features of one manifold layer, or a list of them (one per manifold layer ``l``,
+            with ``class_means`` a list of their anchors): the sum :math:`\sum_l \mathcal{L}^l_{intra}`, the
+            truncation :math:`\chi p^t` computed once for all the layers.
         p_t: ``[n, c]`` target softmax predictions.
-        class_means: ``[c, d]`` source class-mean anchors.
+        class_means: ``[c, d]`` source class-mean anchors (or a list, as ``h_t``).
         k: Top-k truncation, ``1 <= k <= c``.
         class_weights: ``[c]`` weights :math:`w` (partial setting) or ``None``.
         grad_p: whether the gradient flows into ``p_t``.
@@ -33,9 +37,14 @@ def intra_class_loss(h_t: torch.Tensor, p_t: torch.Tensor, class_means: torch.Te
     n, c = p_t.shape
     if not 1 <= k <= c:
         raise ValueError(f"k must be in [1, {c}], got {k}")
-    s_w = F.normalize(h_t, dim=1, eps=eps) @ F.normalize(class_means.detach(), dim=1, eps=eps).t()  # [n, c]
-    chi = torch.zeros_like(p_t).scatter_(1, p_t.detach().topk(k, dim=1).indices, 1.0)
-    terms = chi * (p_t if grad_p else p_t.detach()) * s_w
-    if class_weights is not None:
-        terms = terms * class_weights.detach().to(terms.dtype).unsqueeze(0)
-    return -terms.sum() / (n * k)
+    layers, anchors = _layers(h_t, class_means)
+    chi = torch.zeros_like(p_t).scatter_(1, p_t.detach().topk(k, dim=1).indices, 1.0)  # shared by the layers
+    p = p_t if grad_p else p_t.detach()
+    w = None if class_weights is None else class_weights.detach().to(p_t.dtype).unsqueeze(0)
+    out = []
+    for h, m in zip(layers, anchors):
+        s_w = F.normalize(h, dim=1, eps=eps) @ F.normalize(m.detach(), dim=1, eps=eps).t()  # [n, c]
+        # (chi p per layer: one gradient path into p_t per layer, summed in the order of the one-layer code)
+        terms = chi * p * s_w
+        out.append(-(terms if w is None else terms * w).sum() / (n * k))
+    return _sum_layers(out)

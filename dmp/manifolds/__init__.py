@@ -1,6 +1,7 @@
 """Manifold metric alignment distances of DMP (paper section "Manifold Metric Alignment").
 
-Metrics (rows = samples; ``h_s [n_s, d]``, ``h_t [n_t, d]``; float32/float64; differentiable w.r.t. both):
+Metrics (rows = samples; ``h_s [n_s, d]``, ``h_t [n_t, d]``, or lists of such layers for the sum over the layers;
+float32/float64; differentiable w.r.t. both):
 
 * ``"G"``  :func:`grassmann_distance`        Eq. (GrassMetric), the paper's default;
 * ``"AG"`` :func:`affine_grassmann_distance` Eq. (AffineGrassMetric);
@@ -28,10 +29,11 @@ METRICS = {"G": grassmann_distance, "AG": affine_grassmann_distance, "LE": log_e
 """Config ``metric`` id -> distance function."""
 
 
-def alignment_distance(metric: str, h_s: torch.Tensor, h_t: torch.Tensor, *, dim: int | None = None,
-                       eps: float = LE_EPS) -> torch.Tensor:
+def alignment_distance(metric: str, h_s, h_t, *, dim: int | None = None, eps: float = LE_EPS) -> torch.Tensor:
     """``METRICS[metric](h_s, h_t, ...)``: ``dim`` (Grassmann dimension d') goes to G/AG, ``eps`` to LE; the other is
-    ignored, so a run config can pass both.  Unknown ``metric`` -> ``ValueError`` listing the known ids."""
+    ignored, so a run config can pass both.  Unknown ``metric`` -> ``ValueError`` listing the known ids.
+    ``h_s``, ``h_t``: one layer's features, or lists of all the manifold layers' (the sum over the layers, one
+    batched computation: pass lists in a training step)."""
     if metric not in METRICS:
         raise ValueError(f"unknown alignment metric {metric!r}; known: {sorted(METRICS)}")
     if metric == "LE":

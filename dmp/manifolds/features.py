@@ -1,6 +1,7 @@
 """Validation and centring of the source/target feature batches fed to the manifold distances."""
 from __future__ import annotations
 
+import functools
 import numbers
 
 import torch
@@ -29,14 +30,46 @@ def check_pair(h_s: torch.Tensor, h_t: torch.Tensor) -> torch.dtype:
 
 
 def centred(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(H - 1 mu^T, mu)`` in float64, ``mu`` the mean row (``[n, d]``, ``[d]``).
+    """``(H - 1 mu^T, mu)`` in float64, ``mu`` the mean row (``[..., n, d]``, ``[..., d]``; any leading batch
+    dimensions).
 
     Two-pass centring (the residual mean is subtracted again), so that the column sums of the result are zero to
     round-off relative to the spread itself, not to ``|mu|``: the Grassmann code relies on ``H_c^T 1 = 0``."""
     h = h.to(COMPUTE_DTYPE)
-    mu = h.mean(dim=0)
-    hc = h - mu
-    return hc - hc.mean(dim=0), mu
+    mu = h.mean(dim=-2)
+    hc = h - mu.unsqueeze(-2)
+    return hc - hc.mean(dim=-2, keepdim=True), mu
+
+
+def as_layers(h_s, h_t) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """``(h_s, h_t)`` as lists of manifold layers: a tensor is one layer, a sequence holds one tensor per layer (the
+    same sample count within a domain). Each pair is checked with :func:`check_pair`."""
+    h_s = [h_s] if isinstance(h_s, torch.Tensor) else list(h_s)
+    h_t = [h_t] if isinstance(h_t, torch.Tensor) else list(h_t)
+    if not h_s or len(h_s) != len(h_t):
+        raise ValueError(f"h_s and h_t must hold the same number (>= 1) of layers, got {len(h_s)} and {len(h_t)}")
+    for a, b in zip(h_s, h_t):
+        check_pair(a, b)
+        if a.shape[0] != h_s[0].shape[0] or b.shape[0] != h_t[0].shape[0]:
+            raise ValueError("every layer of a domain must hold the same samples (rows), got "
+                             f"{[x.shape[0] for x in h_s]} and {[x.shape[0] for x in h_t]}")
+    return h_s, h_t
+
+
+def domain_batches(h_s: list[torch.Tensor], h_t: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The batches the distances work on: per layer one ``[2, n, d]`` stack (source, target) when ``n_s = n_t``,
+    else two ``[1, n, d]`` batches (source, then target)."""
+    if h_s[0].shape[0] == h_t[0].shape[0]:
+        return [torch.stack([a, b]) for a, b in zip(h_s, h_t)]
+    return [x for a, b in zip(h_s, h_t) for x in (a.unsqueeze(0), b.unsqueeze(0))]
+
+
+def layer_pairs(batches: list[torch.Tensor], n_layers: int) -> list:
+    """Inverse of :func:`domain_batches` for per-batch results: per layer the ``[2, ...]`` stack, or the pair
+    ``(source [...], target [...])``."""
+    if len(batches) == n_layers:
+        return list(batches)
+    return [(batches[2 * l][0], batches[2 * l + 1][0]) for l in range(n_layers)]
 
 
 def subspace_dim(dim: int | None, n_s: int, n_t: int, d: int) -> int:
@@ -49,3 +82,19 @@ def subspace_dim(dim: int | None, n_s: int, n_t: int, d: int) -> int:
     if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 0:
         raise ValueError(f"dim (the Grassmann dimension d') must be a non-negative int or None, got {dim!r}")
     return min(int(dim), bound)
+
+
+def checked_layers(h_s, h_t, dim: int | None):
+    """``(h_s, h_t, dims, widths, dtype)``: the layers (:func:`as_layers`), the Grassmann dimension of each
+    (:func:`subspace_dim`), their widths ``d_l`` and the result dtype."""
+    h_s, h_t = as_layers(h_s, h_t)
+    widths = [h.shape[1] for h in h_s]
+    dims = [subspace_dim(dim, h_s[0].shape[0], h_t[0].shape[0], d) for d in widths]
+    return h_s, h_t, dims, widths, torch.promote_types(h_s[0].dtype, h_t[0].dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def squared_widths(widths: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """``[d_l^2]`` (float64) on ``device``, made once: a tensor built from Python values at every step would be a
+    host-to-device copy."""
+    return torch.tensor([d ** 2 for d in widths], dtype=COMPUTE_DTYPE, device=device)

@@ -16,58 +16,64 @@ from __future__ import annotations
 
 import torch
 
-from .features import centred, check_pair, subspace_dim
-from .spectral import ProjectorSpectrum, frobenius_sq_diff, safe_sqrt, spectral_pair, symmetrize
+from .features import centred, checked_layers, domain_batches, layer_pairs, squared_widths
+from .spectral import ProjectorSpectrum, aligned, bmm, frobenius_sq_diff, safe_sqrt, spectral_functions, symmetrize
 
 
 def _normalised(hc: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
-    """``H_c / s`` with ``s`` the (detached) RMS row norm of ``H_c``.
+    """``H_c / s`` with ``s`` the (detached) RMS row norm of each batch ``H_c`` (``[B, n, d]``, ``mu [B, d]``).
 
     A batch whose spread is at round-off level (``s <= 64 eps_float64 sqrt(s^2 + ||mu||^2)``, e.g. all rows equal)
     has no principal subspace: it is mapped to zeros, so its projector is 0, exactly as for rows that are equal
     bit for bit (instead of a projector onto round-off noise)."""
-    rms = hc.detach().square().sum(dim=1).mean().sqrt()
-    noise = 64 * torch.finfo(hc.dtype).eps * torch.sqrt(rms.square() + mu.detach().square().sum())
-    spread = rms > noise
-    return hc * torch.where(spread, 1.0 / torch.where(spread, rms, torch.ones_like(rms)), torch.zeros_like(rms))
+    with torch.no_grad():
+        rms = hc.square().sum(dim=-1).mean(dim=-1).sqrt()
+        noise = 64 * torch.finfo(hc.dtype).eps * torch.sqrt(rms.square() + mu.square().sum(dim=-1))
+        scale = torch.where(rms > noise, rms.reciprocal(), 0.0)
+    return hc * scale[:, None, None]
 
 
-def _projector_factors(h_s: torch.Tensor, h_t: torch.Tensor, dim: int):
-    """``(Z_s, mu_s), (Z_t, mu_t)`` with ``P_x = Z_x^T Z_x`` (``Z_x = s(G_x) H_x`` ``[n_x, d]``, float64, ``mu_x [d]``)."""
-    hc_s, mu_s = centred(h_s)
-    hc_t, mu_t = centred(h_t)
-    hn_s, hn_t = _normalised(hc_s, mu_s), _normalised(hc_t, mu_t)
-
-    def shifted_gram(hn: torch.Tensor) -> torch.Tensor:
-        gram = hn @ hn.mT
-        return symmetrize(gram) - torch.full_like(gram, 1.0 / gram.shape[0])
-
-    s_s, s_t = spectral_pair(shifted_gram(hn_s), shifted_gram(hn_t), ProjectorSpectrum(dim))
-    return (s_s @ hn_s, mu_s), (s_t @ hn_t, mu_t)
+def _projector_factors(h_s: list[torch.Tensor], h_t: list[torch.Tensor], dims: list[int]):
+    """Per layer ``(Z, mu)``: ``P_x = Z_x^T Z_x`` (``Z_x = s(G_x) H_x`` ``[n_x, d]``, float64; ``mu_x [d]``), as
+    ``[2, ...]`` stacks (source, target) or pairs (:func:`~dmp.manifolds.features.layer_pairs`). The eigen-problems
+    of every layer and domain of the same size are one batch."""
+    batches = domain_batches(h_s, h_t)
+    per_batch = len(batches) // len(h_s)
+    hn, mu, grams = [], [], []
+    for x in batches:
+        hc, m = centred(x)
+        h = _normalised(hc, m)
+        gram = bmm(h, h.mT)
+        hn.append(h)
+        mu.append(m)
+        grams.append(symmetrize(gram) - 1.0 / gram.shape[-1])
+    spectra = [ProjectorSpectrum(dims[j // per_batch]) for j in range(len(batches))]
+    z = [bmm(s, h) for s, h in zip(spectral_functions(grams, spectra), hn)]
+    return layer_pairs(z, len(h_s)), layer_pairs(mu, len(h_s))
 
 
 def grassmann_distance(h_s: torch.Tensor, h_t: torch.Tensor, dim: int | None = None) -> torch.Tensor:
     r"""Grassmann distance, Eq. (GrassMetric): :math:`\frac{1}{d^2}\|U_s U_s^T - U_t U_t^T\|_F^2`.
 
     Args:
-        h_s: source features ``[n_s, d]`` (rows = samples), float32 or float64.
-        h_t: target features ``[n_t, d]``.
+        h_s: source features ``[n_s, d]`` (rows = samples), float32 or float64; or a list of them, one per
+            manifold layer ``l`` (widths ``d_l``), for the sum over the layers (the paper's
+            :math:`\mathcal{L}_{AL} = \sum_l`), computed as one batch.
+        h_t: target features ``[n_t, d]`` (or a list, as ``h_s``).
         dim: Grassmann dimension ``d'`` (columns of ``U``). ``None`` = ``min(n_s, n_t) - 1`` (the paper's
             ``b_s - 1``); any value is clipped to the rank bound ``min(n_s - 1, n_t - 1, d)``.
 
     Returns:
-        Scalar tensor (dtype of the inputs), in ``[0, 2 d' / d^2]``, differentiable w.r.t. both inputs.
+        Scalar tensor (dtype of the inputs), in ``[0, 2 d' / d^2]`` per layer, differentiable w.r.t. both inputs.
         ``U_x`` are the top-``d'`` left singular vectors of the centred ``H_x^T``.  If a batch has fewer than
         ``d'`` independent directions, its projector spans its numerical range (see
         :class:`~dmp.manifolds.spectral.ProjectorSpectrum`).  A domain with one sample gives ``d' = 0`` and
         distance 0 with zero gradient.  Identical inputs give exactly 0.
     """
-    out_dtype = check_pair(h_s, h_t)
-    d = h_s.shape[1]
-    dim = subspace_dim(dim, h_s.shape[0], h_t.shape[0], d)
-    (z_s, _), (z_t, _) = _projector_factors(h_s, h_t, dim)
-    sq, _ = frobenius_sq_diff(z_s, z_t)
-    return (sq.clamp_min(0.0) / d ** 2).to(out_dtype)
+    h_s, h_t, dims, widths, out_dtype = checked_layers(h_s, h_t, dim)
+    z, _ = _projector_factors(h_s, h_t, dims)
+    sq, _ = frobenius_sq_diff(z)
+    return (sq.clamp_min(0.0) / squared_widths(tuple(widths), sq.device)).to(out_dtype).sum()
 
 
 def affine_grassmann_distance(h_s: torch.Tensor, h_t: torch.Tensor, dim: int | None = None) -> torch.Tensor:
@@ -77,7 +83,8 @@ def affine_grassmann_distance(h_s: torch.Tensor, h_t: torch.Tensor, dim: int | N
     ``P_x = U_x U_x^T`` as in :func:`grassmann_distance` and ``mu_x`` ``[d]`` the mean row of ``h_x``.
 
     Args:
-        h_s: source features ``[n_s, d]``; h_t: target features ``[n_t, d]``.
+        h_s: source features ``[n_s, d]``; h_t: target features ``[n_t, d]`` (or lists of layers: the sum over the
+            layers, as in :func:`grassmann_distance`).
         dim: Grassmann dimension ``d'``, as in :func:`grassmann_distance`.
 
     Returns:
@@ -87,10 +94,13 @@ def affine_grassmann_distance(h_s: torch.Tensor, h_t: torch.Tensor, dim: int | N
         The unsquared ``||P_s - P_t||_F`` comes from a trace expansion: near 0 its absolute accuracy is about
         ``sqrt(256 eps_float64 d') ~ 2e-7 sqrt(d')`` (before the ``1/d^2``).
     """
-    out_dtype = check_pair(h_s, h_t)
-    d = h_s.shape[1]
-    dim = subspace_dim(dim, h_s.shape[0], h_t.shape[0], d)
-    (z_s, mu_s), (z_t, mu_t) = _projector_factors(h_s, h_t, dim)
-    sq, level = frobenius_sq_diff(z_s, z_t)
-    offset = (mu_s - z_s.mT @ (z_s @ mu_s)) - (mu_t - z_t.mT @ (z_t @ mu_t))
-    return ((safe_sqrt(sq, level) + safe_sqrt(offset.square().sum())) / d ** 2).to(out_dtype)
+    h_s, h_t, dims, widths, out_dtype = checked_layers(h_s, h_t, dim)
+    z, mu = _projector_factors(h_s, h_t, dims)
+    sq, level = frobenius_sq_diff(z)
+    offsets = []
+    for (z_s, z_t), (mu_s, mu_t) in zip(z, mu):  # (unpacks a [2, ...] stack as a pair)
+        z_s, z_t, mu_s, mu_t = aligned(z_s, z_t, mu_s, mu_t)
+        offset = (mu_s - z_s.mT @ (z_s @ mu_s)) - (mu_t - z_t.mT @ (z_t @ mu_t))
+        offsets.append(offset.square().sum())
+    dist = (safe_sqrt(sq, level) + safe_sqrt(torch.stack(offsets))) / squared_widths(tuple(widths), sq.device)
+    return dist.to(out_dtype).sum()

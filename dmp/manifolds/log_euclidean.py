@@ -5,8 +5,8 @@ import math
 
 import torch
 
-from .features import centred, check_pair
-from .spectral import LogSpectrum, frobenius_sq_diff, safe_sqrt, spectral_pair, symmetrize
+from .features import centred, checked_layers, domain_batches, layer_pairs, squared_widths
+from .spectral import LogSpectrum, bmm, frobenius_sq_diff, safe_sqrt, spectral_functions, symmetrize
 
 LE_EPS = 1e-3
 """Default regulariser ``eps`` of ``C + eps I`` (absolute, in squared feature units). The paper does not state it;
@@ -14,8 +14,8 @@ LE_EPS = 1e-3
 
 
 def _covariance_factor(h: torch.Tensor) -> torch.Tensor:
-    """``A = H_c / sqrt(max(n - 1, 1))`` (float64), so that ``C = A^T A``."""
-    return centred(h)[0] / math.sqrt(max(h.shape[0] - 1, 1))
+    """``A = H_c / sqrt(max(n - 1, 1))`` (float64) of each batch ``h [B, n, d]``, so that ``C = A^T A``."""
+    return centred(h)[0] / math.sqrt(max(h.shape[-2] - 1, 1))
 
 
 def log_euclidean_distance(h_s: torch.Tensor, h_t: torch.Tensor, eps: float = LE_EPS) -> torch.Tensor:
@@ -31,8 +31,9 @@ def log_euclidean_distance(h_s: torch.Tensor, h_t: torch.Tensor, eps: float = LE
     parts cancel in the difference and the Frobenius norm comes from ``n x n`` products.
 
     Args:
-        h_s: source features ``[n_s, d]`` (rows = samples), float32 or float64.
-        h_t: target features ``[n_t, d]``.
+        h_s: source features ``[n_s, d]`` (rows = samples), float32 or float64; or a list of them, one per
+            manifold layer, for the sum over the layers (computed as one batch).
+        h_t: target features ``[n_t, d]`` (or a list, as ``h_s``).
         eps: ``varepsilon > 0`` (default :data:`LE_EPS` = 1e-3).
 
     Returns:
@@ -41,10 +42,12 @@ def log_euclidean_distance(h_s: torch.Tensor, h_t: torch.Tensor, eps: float = LE
         limits the absolute accuracy near 0 to about ``sqrt(64 eps_float64 (||L_s||_F^2 + ||L_t||_F^2)) / d^2``
         (``L = log(C + eps I) - log(eps) I``), e.g. ~1e-9 for d = 25; far below the distances between domains.
     """
-    out_dtype = check_pair(h_s, h_t)
+    h_s, h_t, _, widths, out_dtype = checked_layers(h_s, h_t, None)
     if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
         raise ValueError(f"eps (Log-Euclidean regulariser) must be a positive finite number, got {eps!r}")
-    a_s, a_t = _covariance_factor(h_s), _covariance_factor(h_t)
-    s_s, s_t = spectral_pair(symmetrize(a_s @ a_s.mT), symmetrize(a_t @ a_t.mT), LogSpectrum(float(eps)))
-    sq, level = frobenius_sq_diff(s_s @ a_s, s_t @ a_t)
-    return (safe_sqrt(sq, level) / h_s.shape[1] ** 2).to(out_dtype)
+    factors = [_covariance_factor(x) for x in domain_batches(h_s, h_t)]
+    grams = [symmetrize(bmm(a, a.mT)) for a in factors]
+    spectra = [LogSpectrum(float(eps))] * len(grams)
+    z = [bmm(s, a) for s, a in zip(spectral_functions(grams, spectra), factors)]
+    sq, level = frobenius_sq_diff(layer_pairs(z, len(h_s)))
+    return (safe_sqrt(sq, level) / squared_widths(tuple(widths), sq.device)).to(out_dtype).sum()

@@ -32,8 +32,48 @@ from torch.autograd.function import once_differentiable
 COMPUTE_DTYPE = torch.float64
 
 Spectrum = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
-"""Maps ascending eigenvalues ``[n]`` to ``(s(lambda) [n], F [n, n])`` where ``F`` is the (guarded) matrix of
-divided differences of ``s`` used by the Daleckii-Krein backward."""
+"""Maps ascending eigenvalues ``[..., n]`` to ``(s(lambda) [..., n], F [..., n, n])`` where ``F`` is the (guarded)
+matrix of divided differences of ``s`` used by the Daleckii-Krein backward (any leading batch dimensions)."""
+
+
+PER_MATRIX_ON_CPU = True
+"""On the CPU, batched eigen-decompositions and matrix products run one LAPACK/BLAS call per matrix (:func:`_eigh`,
+:func:`bmm`), which keeps the CPU numbers of the one-matrix code bit for bit. On a GPU (and on the CPU with this
+False, as ``benchmarks/op_count.py --device-path`` counts) a batch is one call."""
+
+
+def _per_matrix(x: torch.Tensor) -> bool:
+    return PER_MATRIX_ON_CPU and x.device.type == "cpu" and x.dim() == 3
+
+
+def _eigh(gram: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.linalg.eigh`` of ``[n, n]`` or a batch ``[B, n, n]``. On the CPU each matrix of a batch gets its own
+    LAPACK call (:data:`PER_MATRIX_ON_CPU`): a batch puts every other matrix of odd ``n`` at an 8-byte offset and
+    MKL's result depends on the alignment in the last bits; separate calls keep the numbers of the one-matrix code,
+    and identical source and target batches go through bit-identical paths (their distance is exactly 0)."""
+    if not _per_matrix(gram):
+        return torch.linalg.eigh(gram)
+    evals, evecs = zip(*(torch.linalg.eigh(g) for g in gram.unbind(0)))
+    return torch.stack(evals), torch.stack([v.mT for v in evecs]).mT  # column-major, as LAPACK returns them
+
+
+def aligned(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Freshly allocated copies of views into a batch on the CPU (:data:`PER_MATRIX_ON_CPU`; as they are elsewhere),
+    for BLAS calls whose last bits must not depend on where a matrix sits in its batch."""
+    if not (PER_MATRIX_ON_CPU and tensors[0].device.type == "cpu"):
+        return tensors
+    return tuple(t.clone() for t in tensors)
+
+
+def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for ``[n, k] x [k, m]`` or batches ``[B, n, k] x [B, k, m]``. On the CPU one BLAS call per matrix of a
+    batch, on freshly allocated (aligned) copies (:data:`PER_MATRIX_ON_CPU`): MKL's batched gemm rounds differently
+    from its gemm, and its gemm's last bits depend on the alignment of the operands."""
+    if a.dim() == 2:
+        return a @ b
+    if not _per_matrix(a):
+        return torch.bmm(a, b)
+    return torch.stack([x.clone() @ y.clone() for x, y in zip(a.unbind(0), b.unbind(0))])
 
 
 class _SpectralFunction(torch.autograd.Function):
@@ -42,7 +82,7 @@ class _SpectralFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, gram: torch.Tensor, spectrum: Spectrum) -> torch.Tensor:  # noqa: D401
         try:
-            evals, evecs = torch.linalg.eigh(gram)
+            evals, evecs = _eigh(gram)
         except torch.linalg.LinAlgError as err:
             if not torch.isfinite(gram).all():
                 raise ValueError("manifold distance: the feature batch contains NaN or Inf values "
@@ -50,20 +90,36 @@ class _SpectralFunction(torch.autograd.Function):
             raise
         values, divided = spectrum(evals)
         ctx.save_for_backward(evecs, divided)
-        return (evecs * values.unsqueeze(-2)) @ evecs.mT
+        return bmm(evecs * values.unsqueeze(-2), evecs.mT)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: torch.Tensor):
         evecs, divided = ctx.saved_tensors
-        inner = evecs.mT @ (0.5 * (grad + grad.mT)) @ evecs
-        return evecs @ (divided * inner) @ evecs.mT, None
+        inner = bmm(bmm(evecs.mT, 0.5 * (grad + grad.mT)), evecs)
+        return bmm(bmm(evecs, divided * inner), evecs.mT), None
 
 
 def spectral_function(gram: torch.Tensor, spectrum: Spectrum) -> torch.Tensor:
-    """``s(G) = V diag(s(lambda)) V^T`` for a symmetric ``gram`` ``[n, n]`` (only its lower triangle is read, as by
-    ``torch.linalg.eigh``); differentiable with the guarded divided differences of ``spectrum``."""
+    """``s(G) = V diag(s(lambda)) V^T`` for a symmetric ``gram`` ``[n, n]`` or a batch of them ``[B, n, n]`` (only
+    the lower triangles are read, as by ``torch.linalg.eigh``); differentiable with the guarded divided differences
+    of ``spectrum``. A batch is one eigen-decomposition and one autograd node (see :func:`_eigh` on the CPU)."""
     return _SpectralFunction.apply(gram, spectrum)
+
+
+def spectral_functions(grams: list[torch.Tensor], spectra: list[Spectrum]) -> list[torch.Tensor]:
+    """``[s_j(G_j)]`` for batches ``G_j [B_j, n_j, n_j]``: the batches with the same size ``n`` and spectrum go through
+    one :func:`spectral_function` (one eigen-decomposition and one autograd node for all the layers and domains
+    whose shapes allow it)."""
+    groups: dict = {}
+    for j, (gram, spectrum) in enumerate(zip(grams, spectra)):
+        groups.setdefault((gram.shape[-1], spectrum), []).append(j)
+    out: list = [None] * len(grams)
+    for (_, spectrum), idx in groups.items():
+        values = spectral_function(torch.cat([grams[j] for j in idx]) if len(idx) > 1 else grams[idx[0]], spectrum)
+        for j, part in zip(idx, values.split([grams[j].shape[0] for j in idx])):
+            out[j] = part
+    return out
 
 
 @dataclass(frozen=True)
@@ -95,12 +151,13 @@ class ProjectorSpectrum:
         n = evals.shape[-1]
         kept = torch.arange(n, device=evals.device) >= n - self.dim  # eigh sorts ascending
         root = torch.sqrt(evals.clamp_min(0.0) + self.ridge)
-        values = torch.where(kept, 1.0 / root, torch.zeros_like(root))
+        values = torch.where(kept, 1.0 / root, 0.0)
         both_kept = kept[:, None] & kept[None, :]
         across = kept[:, None] ^ kept[None, :]
-        gap = (evals[:, None] - evals[None, :]).abs().clamp_min(self.gap_floor)
-        divided = torch.where(both_kept, -1.0 / (root[:, None] * root[None, :] * (root[:, None] + root[None, :])),
-                              torch.where(across, (values[:, None] + values[None, :]) / gap, torch.zeros_like(gap)))
+        col, row = root.unsqueeze(-1), root.unsqueeze(-2)  # [..., n, 1], [..., 1, n]
+        gap = (evals.unsqueeze(-1) - evals.unsqueeze(-2)).abs().clamp_min(self.gap_floor)
+        divided = torch.where(both_kept, -1.0 / (col * row * (col + row)),
+                              torch.where(across, (values.unsqueeze(-1) + values.unsqueeze(-2)) / gap, 0.0))
         return values, divided
 
 
@@ -136,20 +193,14 @@ class LogSpectrum:
     def __call__(self, evals: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         lam = evals.clamp_min(0.0)
         g = _log1p_ratio(lam / self.eps) / self.eps
-        diff = lam[:, None] - lam[None, :]
-        close = diff.abs() <= self.tol * (lam[:, None] + lam[None, :] + self.eps)
-        quotient = (g[:, None] - g[None, :]) / torch.where(close, torch.ones_like(diff), diff)
-        midpoint = 0.5 * (lam[:, None] + lam[None, :]) / self.eps
+        col, row = lam.unsqueeze(-1), lam.unsqueeze(-2)  # [..., n, 1], [..., 1, n]
+        diff = col - row
+        close = diff.abs() <= self.tol * (col + row + self.eps)
+        quotient = (g.unsqueeze(-1) - g.unsqueeze(-2)) / torch.where(close, 1.0, diff)
+        midpoint = 0.5 * (col + row) / self.eps
         divided_g = torch.where(close, _log1p_ratio_derivative(midpoint) / self.eps ** 2, quotient)
         root = g.sqrt()
-        return root, divided_g / (root[:, None] + root[None, :])
-
-
-def spectral_pair(gram_s: torch.Tensor, gram_t: torch.Tensor, spectrum: Spectrum) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(s(G_s), s(G_t))``.  Two separate (not batched) eigh calls on freshly allocated matrices: identical inputs
-    then go through bit-identical LAPACK/BLAS paths (a batch puts the second matrix at another memory alignment),
-    so the distance of identical batches is exactly 0."""
-    return spectral_function(gram_s, spectrum), spectral_function(gram_t, spectrum)
+        return root, divided_g / (root.unsqueeze(-1) + root.unsqueeze(-2))
 
 
 def symmetrize(matrix: torch.Tensor) -> torch.Tensor:
@@ -157,13 +208,27 @@ def symmetrize(matrix: torch.Tensor) -> torch.Tensor:
     return 0.5 * (matrix + matrix.mT)
 
 
-def frobenius_sq_diff(z_s: torch.Tensor, z_t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(||Z_s^T Z_s - Z_t^T Z_t||_F^2, round-off level)`` for ``Z_s [n_s, d]``, ``Z_t [n_t, d]``, by the expansion
+def _cross(z: torch.Tensor) -> torch.Tensor:
+    """``Z_s Z_t^T`` of a stack ``Z [2, n, d]``."""
+    z_s, z_t = aligned(*z.unbind(0))
+    return z_s @ z_t.mT
+
+
+def frobenius_sq_diff(layers: list) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(||Z_s^T Z_s - Z_t^T Z_t||_F^2, round-off level)`` of each layer (``[L]`` each), by the expansion
     ``||Z_s Z_s^T||_F^2 + ||Z_t Z_t^T||_F^2 - 2 ||Z_s Z_t^T||_F^2`` (``n x n`` products only).
 
+    ``layers``: per layer, ``Z [2, n, d]`` (source and target stacked, ``n_s = n_t``) or a pair ``(Z_s [n_s, d],
+    Z_t [n_t, d])``. With stacked layers the squared norms of all layers are one reduction over ``[3 L, n, n]``.
     The three terms are computed by the same expression, so identical source and target give exactly 0.  The
     round-off level ``64 eps_float64 (ss + tt + 2 st)`` is what :func:`safe_sqrt` treats as zero."""
-    ss, tt, st = ((a @ b.mT).square().sum() for a, b in ((z_s, z_s), (z_t, z_t), (z_s, z_t)))
+    if all(isinstance(z, torch.Tensor) for z in layers):
+        products = torch.cat([p for z in layers for p in (bmm(z, z.mT), _cross(z).unsqueeze(0))])
+        sums = products.square().sum((-2, -1)).view(len(layers), 3)
+    else:
+        sums = torch.stack([torch.stack([(a @ b.mT).square().sum() for a, b in ((z_s, z_s), (z_t, z_t), (z_s, z_t))])
+                            for z_s, z_t in layers])
+    ss, tt, st = sums.unbind(1)
     level = 64 * torch.finfo(ss.dtype).eps * (ss + tt + 2 * st)
     return ss + tt - 2 * st, level.detach()
 
