@@ -1,0 +1,87 @@
+"""The DMP step's ATen operation count (issue 21): the CPU proxy of the kernel launches a GPU step pays for on the
+host. Counts, never times (benchmarks/op_count.py measures the paper-sized figures; docs/benchmarks.md)."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from dmp import manifolds
+from dmp.losses import inter_class_loss, intra_class_loss
+from dmp.manifolds import spectral
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+ISSUE_COUNT = 843  # extra ops per DMP step when issue 21 was filed (ResNet-50 or identity: the losses' share)
+
+
+def _op_count():
+    spec = importlib.util.spec_from_file_location("op_count", BENCH / "op_count.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+oc = _op_count()
+
+
+def _layers(n, widths, seed):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(n, d, generator=g).requires_grad_() for d in widths]
+
+
+@pytest.mark.parametrize("metric", ["G", "AG", "LE"])
+@pytest.mark.parametrize("per_matrix", [False, True])
+def test_all_layers_and_domains_in_one_eigendecomposition(monkeypatch, metric, per_matrix):
+    """Two manifold layers (different widths), both domains: one batched eigh on the device path, one per matrix on
+    the CPU path; the value is the sum of the per-layer distances (as the one-layer calls)."""
+    monkeypatch.setattr(spectral, "PER_MATRIX_ON_CPU", per_matrix)
+    hs, ht = _layers(6, (24, 12), 0), _layers(6, (24, 12), 1)
+    with oc.OpCounter() as counter:
+        value = manifolds.alignment_distance(metric, hs, ht)
+        value.backward()
+    eighs = counter.counts["_linalg_eigh"] + counter.counts["linalg_eigh"]
+    assert eighs == (4 if per_matrix else 1), dict(counter.counts)
+    assert not counter.syncs
+    separate = sum(manifolds.alignment_distance(metric, a.detach(), b.detach()) for a, b in zip(hs, ht))
+    assert value.item() == pytest.approx(separate.item(), rel=1e-12, abs=1e-15)
+
+
+def test_unequal_batch_sizes_fall_back_to_one_batch_per_domain(monkeypatch):
+    monkeypatch.setattr(spectral, "PER_MATRIX_ON_CPU", False)
+    hs, ht = _layers(6, (24, 12), 0), _layers(4, (24, 12), 1)
+    with oc.OpCounter() as counter:
+        value = manifolds.alignment_distance("G", hs, ht)
+    assert counter.counts["_linalg_eigh"] + counter.counts["linalg_eigh"] == 2  # one per sample count
+    separate = sum(manifolds.alignment_distance("G", a, b) for a, b in zip(hs, ht))
+    assert value.item() == pytest.approx(separate.item(), rel=1e-12)
+
+
+def test_discriminative_terms_of_all_layers_equal_the_sum_of_one_layer_calls():
+    """Bit for bit: the list form keeps the one-layer arithmetic (the committed CPU runs keep their numbers)."""
+    g = torch.Generator().manual_seed(3)
+    hs, ht = _layers(7, (24, 12), 4), _layers(7, (24, 12), 5)
+    y = torch.tensor([0, 1, 1, 2, 4, 4, 0])
+    p = torch.softmax(torch.randn(7, 5, generator=g), 1)
+    means = [torch.randn(d, generator=g) for d in (24, 12)]
+    class_means = [torch.randn(5, d, generator=g) for d in (24, 12)]
+    w = torch.rand(5, generator=g)
+    assert torch.equal(inter_class_loss(hs, y, means, 5), inter_class_loss(hs[0], y, means[0], 5)
+                       + inter_class_loss(hs[1], y, means[1], 5))
+    assert torch.equal(intra_class_loss(ht, p, class_means, k=2, class_weights=w),
+                       intra_class_loss(ht[0], p, class_means[0], k=2, class_weights=w)
+                       + intra_class_loss(ht[1], p, class_means[1], k=2, class_weights=w))
+    with pytest.raises(ValueError, match="one anchor per layer"):
+        inter_class_loss(hs, y, means[:1], 5)
+
+
+@pytest.mark.parametrize("per_matrix", [False, True])
+def test_dmp_step_op_count_stays_below_the_bound(monkeypatch, per_matrix):
+    """Extra ATen ops of a DMP step over the two-domain CE step, small model (the count does not depend on the
+    widths, the class count or the backbone). Issue 21 measured 843 and set the goal at 843 / 3 = 281; the bound
+    here is the level reached so far (docs/benchmarks.md): three quarters of 843 on the device path (one call per
+    batch, what a GPU dispatches), and fewer than 843 on the CPU path (per-matrix LAPACK/BLAS calls)."""
+    monkeypatch.setattr(spectral, "PER_MATRIX_ON_CPU", per_matrix, raising=False)
+    dmp_counter, ce_counter = oc.extra_ops(batch=6, classes=4, dims=(32, 16), backbone="identity", in_dim=8)
+    extra = dmp_counter.total - ce_counter.total
+    bound = ISSUE_COUNT if per_matrix else ISSUE_COUNT * 3 // 4
+    assert 0 < extra < bound, (extra, (dmp_counter.counts - ce_counter.counts).most_common(20))
