@@ -2,6 +2,7 @@
 would take it) and file hashing."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -49,6 +50,19 @@ def _naming(exc: BaseException, path) -> BaseException:
     if isinstance(exc, OSError) and exc.strerror and not exc.filename:
         return OSError(exc.errno, f"{exc.strerror} while writing {path}")
     return exc
+
+
+@contextlib.contextmanager
+def write_errors_named(path):
+    """Context of a direct (non-atomic) write of ``path``: a failure raises :func:`_naming`'s error naming it (a full
+    disk says so)."""
+    try:
+        yield
+    except Exception as exc:
+        named = _naming(exc, path)
+        if named is exc:
+            raise
+        raise named from exc
 
 
 def remove_temp_files(folder) -> list[str]:

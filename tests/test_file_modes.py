@@ -63,3 +63,19 @@ def test_a_full_disk_says_so_and_names_the_file(tmp_path, full_disk, what):
     assert error_message(err.value) == (f"no space left on device while writing {path}; free some space there and "
                                         f"run the command again")
     assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
+def test_a_full_disk_names_the_log_a_run_appends_to(tmp_path):
+    """log.csv is appended to, not written atomically: its writer names it too (dmp/train/trainer.py _append_log)."""
+    from dmp.cli import error_message
+    from dmp.io import write_errors_named
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    log = tmp_path / "log.csv"
+    with pytest.raises(OSError) as err:
+        with write_errors_named(log), open("/dev/full", "a") as fh:  # (as the disk holding log.csv when full)
+            fh.write("0,0.1,1.0,1.0\n" * 10_000)
+            fh.flush()
+    assert error_message(err.value) == (f"no space left on device while writing {log}; free some space there and "
+                                        f"run the command again")

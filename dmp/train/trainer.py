@@ -25,7 +25,7 @@ from .. import methods
 from ..anchors import Anchors
 from ..config import ConfigError, resolve_workers
 from ..data.inputs import BatchStream, Task, TensorDataset, eval_loader
-from ..io import remove_temp_files, sha256_file
+from ..io import remove_temp_files, sha256_file, write_errors_named
 from ..models import DMPNet, batch_statistics, build_backbone
 from ..weighting import class_weights
 from . import checkpoint as ckpt
@@ -478,7 +478,7 @@ def _append_log(path: Path, rows, fields: list[str]):
     """Append ``rows`` to log.csv, with ``fields`` as the header of a new file (an existing file keeps its own)."""
     header = _log_header(path)
     fields = header or fields
-    with open(path, "a", newline="") as fh:
+    with write_errors_named(path), open(path, "a", newline="") as fh:  # a full disk names log.csv
         writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
         if header is None:
             writer.writeheader()
