@@ -388,8 +388,8 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
         cfg["target_split"] = "partial" if cfg["setting"] == "partial" else "full"
     method.check(cfg)
     if cfg["weights_path"] and cfg["backbone"] == "identity":
-        raise ConfigError(f"config key 'weights_path' = {short_repr(cfg['weights_path'])}: the identity backbone (feature "
-                          "vectors) has no weights to load; drop weights_path or choose a CNN backbone")
+        raise ConfigError(f"config key 'weights_path' = {short_repr(cfg['weights_path'])}: the identity backbone "
+                          "(feature vectors) has no weights to load; drop weights_path or choose a CNN backbone")
     return cfg
 
 

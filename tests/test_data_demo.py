@@ -130,7 +130,8 @@ def test_staging_folders_of_a_killed_run_are_removed_on_the_next(tmp_path):
     dead_pid = int(dead.stdout)  # a process that has ended
     live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
-        left = [f".data.tmp-{dead_pid}-1a2b3c4d", f".data.old-{dead_pid}-5e6f7a8b", ".data.tmp-k3j4_x9"]  # last: mkdtemp
+        # staging folders of a killed run (the last as tempfile.mkdtemp named them before)
+        left = [f".data.tmp-{dead_pid}-1a2b3c4d", f".data.old-{dead_pid}-5e6f7a8b", ".data.tmp-k3j4_x9"]
         running = f".data.tmp-{live.pid}-0f0f0f0f"  # a generation still running: not touched
         for name in (*left, running):
             (tmp_path / name / "solid").mkdir(parents=True)

@@ -39,7 +39,7 @@ def cli_error(capsys, *argv) -> str:
 @pytest.mark.parametrize("override, key, expect", BAD)
 def test_a_bad_value_is_refused_by_the_command_line_naming_the_key(capsys, override, key, expect):
     err = cli_error(capsys, "config", *RUN, override)
-    assert err.startswith(f"error: config key {key!r} = ") and f"is invalid: expected " in err and expect in err
+    assert err.startswith(f"error: config key {key!r} = ") and "is invalid: expected " in err and expect in err
 
 
 @pytest.mark.parametrize("override, key, expect", [b for b in BAD if not b[1].endswith("_split")])
@@ -54,7 +54,8 @@ def test_a_bad_value_is_refused_by_the_suite_config_check_alike(override, key, e
     cfg["train"] = yaml.safe_load(override.replace("=", ": ", 1))
     with pytest.raises(ValueError) as err:
         Suite(cfg)
-    assert str(err.value).startswith(f"config train.{key} = ") and "is invalid: expected " in str(err.value) and expect in str(err.value)
+    message = str(err.value)
+    assert message.startswith(f"config train.{key} = ") and "is invalid: expected " in message and expect in message
 
 
 def test_good_edges_pass():
