@@ -524,3 +524,44 @@ def test_the_shared_copy_is_used_where_present_and_matches_the_pins(monkeypatch)
         for a in spec.archives:
             assert fetch.sha256_file(root / a.filename) == a.sha256 and (root / a.filename).stat().st_size == a.size
         assert fetch.fetch(name, progress=False) == root  # nothing to download
+
+
+def test_a_killed_fetch_leaves_nothing_the_next_fetch_keeps(isolated, tmp_path):
+    """A fetch process killed (SIGKILL) in the middle of extraction leaves its staging folder; the next fetch
+    removes it and installs the dataset."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
+    (arc,) = build_packaging("office31", "original", registry.download_dir("office31"), PER_CLASS)
+    ready = tmp_path / "extracting"
+    child = subprocess.Popen([sys.executable, "-c", f"""
+import pathlib, time
+from dmp.data import archive, fetch, registry
+registry.DATASETS_DIR = pathlib.Path({str(registry.DATASETS_DIR)!r})
+def stuck(path, into, **kw):  # extraction under way: some files written, then the process is killed
+    (into / "amazon").mkdir(parents=True)
+    (into / "amazon" / "part.jpg").write_bytes(b"x")
+    pathlib.Path({str(ready)!r}).touch()
+    time.sleep(60)
+fetch.extract = stuck
+fetch.fetch("office31", progress=False)
+"""], env={**os.environ, "PYTHONPATH": str(registry.PROJECT)})
+    try:
+        for _ in range(600):
+            if ready.exists() or child.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert ready.exists(), "the child fetch did not start extracting"
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    finally:
+        child.kill()
+    root = registry.data_root("office31")
+    left = list(root.parent.glob(f".{root.name}.staging-*"))
+    assert left and (left[0] / ".extract-0" / "amazon" / "part.jpg").is_file() and not root.exists()
+    fetch.fetch("office31", progress=False)
+    assert not list(root.parent.glob(f".{root.name}.staging-*")) and (root / "amazon" / "images").is_dir()
+    assert arc.is_file()  # the archive is kept
