@@ -6,6 +6,8 @@ features do not depend on its batch) and accumulation windows (the means of that
 only)."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -35,6 +37,15 @@ def outputs(model, x):
     return feats, logits
 
 
+@torch.no_grad()
+def batch_outputs(model, x):
+    """The model on one batch with BatchNorm normalising by that batch's statistics (a copy, so that the running
+    statistics of the model stay as they are)."""
+    twin = copy.deepcopy(model)
+    twin.train()
+    return twin(x)
+
+
 def check_anchors(t, layer_means, overall, label):
     a = t.anchors
     assert a.ready, f"{label}: no anchors after the refresh"
@@ -54,11 +65,14 @@ def check_anchors(t, layer_means, overall, label):
     ("vanilla", "eval", True),
     ("partial", "eval", True),
     ("partial", "batch", False),
+    ("partial", "batch", True),    # evaluation splits of at most one batch: the batch statistics are the split's
 ])
 def test_full_pass_anchors_are_the_model_outputs_on_the_evaluation_splits(tmp_path, setting, anchor_bn,
                                                                           manifold_bn):
-    task = unbalanced_task(eval_counts=EVAL_COUNTS)
+    one_batch = anchor_bn == "batch" and manifold_bn
+    task = unbalanced_task(eval_counts=((6, 4, 3, 2), (2, 5, 4, 3)) if one_batch else EVAL_COUNTS)
     cfg = resolve(tiny_cfg(setting=setting, anchor_bn=anchor_bn, manifold_bn=manifold_bn, iterations=10))
+    assert not one_batch or max(len(task.source_eval), len(task.target_eval)) <= cfg["batch_size"]
     t = Trainer(cfg, task, tmp_path, progress=False)
     t.run(stop_after=3)            # a trained model (anchors from the start of training are stale now)
     state = {k: v.clone() for k, v in t.model.state_dict().items()}
@@ -67,12 +81,13 @@ def test_full_pass_anchors_are_the_model_outputs_on_the_evaluation_splits(tmp_pa
     assert all(torch.equal(state[k], after[k]) for k in state), \
         "the anchor pass changed the model's parameters or BatchNorm running statistics"
     assert t.model.training, "the model is left in eval mode after the anchor pass"
-    feats, _ = outputs(t.model, task.source_eval.x)
+    forward = batch_outputs if anchor_bn == "batch" else outputs
+    feats, _ = forward(t.model, task.source_eval.x)
     by_hand = [class_means_by_hand(h, task.source_eval.labels, 4) for h in feats]
     check_anchors(t, [m for m, _ in by_hand], [o for _, o in by_hand], f"{setting} full pass ({anchor_bn})")
     c = 4
     if setting == "partial":
-        _, logits = outputs(t.model, task.target_eval.x)
+        _, logits = forward(t.model, task.target_eval.x)
         pi = torch.softmax(logits, 1).double().mean(0)
         got = t.anchors.mean_prediction
         assert got is not None and torch.allclose(got.double(), pi, rtol=1e-5, atol=1e-7), \

@@ -25,7 +25,9 @@ def test_classification_report_by_hand_on_unbalanced_labels():
                                      [0, 0, 0, 0]], "confusion matrix is not rows = true class, columns = predicted"
     assert r["accuracy"] == pytest.approx(60.0), "overall accuracy: 6 of 10 right"
     # per class: a 5/6, b 1/3, c 0/1; d is never a true class: left out of the mean
-    assert r["per_class_accuracy"] == pytest.approx({"a": 500 / 6, "b": 100 / 3, "c": 0.0})
+    assert r["per_class_accuracy"] == pytest.approx({"a": 500 / 6, "b": 100 / 3, "c": 0.0}), \
+        f"per-class accuracy {r['per_class_accuracy']}: the share of each true class (row) predicted right, for " \
+        f"the classes that occur"
     assert r["mean_class_accuracy"] == pytest.approx((500 / 6 + 100 / 3 + 0.0) / 3), \
         "mean class accuracy is the mean of the per-class accuracies of the classes present (not the overall " \
         "accuracy, not a mean over all c classes)"
@@ -49,10 +51,11 @@ def test_run_metrics_equal_an_independent_evaluation_of_the_final_model(tmp_path
     acc = 100.0 * sum(y == p for y, p in zip(true, pred)) / len(true)
     assert m["accuracy"] == pytest.approx(acc), f"accuracy {m['accuracy']} != {acc} on the target evaluation split"
     per = {f"class{k}": 100.0 * cm[k][k] / sum(cm[k]) for k in range(4)}
-    assert m["per_class_accuracy"] == pytest.approx(per)
-    assert m["mean_class_accuracy"] == pytest.approx(sum(per.values()) / 4)
+    assert m["per_class_accuracy"] == pytest.approx(per), f"per-class accuracy {m['per_class_accuracy']} != {per}"
+    assert m["mean_class_accuracy"] == pytest.approx(sum(per.values()) / 4), "mean class accuracy is not the mean " \
+        "of the per-class accuracies"
     assert m["mean_class_accuracy"] != pytest.approx(m["accuracy"]), "balanced-looking result: no check here"
-    probs = None
     with torch.no_grad():
         probs = torch.softmax(t.model(task.target_eval.x)[1], 1).mean(0)
-    assert m["target_mean_prediction"] == pytest.approx(probs.tolist(), rel=1e-5, abs=1e-7)
+    assert m["target_mean_prediction"] == pytest.approx(probs.tolist(), rel=1e-5, abs=1e-7), \
+        "target_mean_prediction is not the mean softmax of the final model over the target evaluation split"
