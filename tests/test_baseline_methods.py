@@ -318,3 +318,13 @@ def test_a_resumed_run_is_identical_to_an_uninterrupted_one(method, dims, tmp_pa
     assert a["modules"].keys() == b["modules"].keys() and ("map.r_f" in a["modules"]) == (dims[-1] == 1025)
     for k in a["modules"]:
         assert torch.equal(a["modules"][k], b["modules"][k]), k
+
+
+def test_every_comparison_method_has_its_row_in_method_md():
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "docs" / "method.md").read_text()
+    section = text[text.index("## Comparison methods"):]
+    for name in BASELINES:
+        assert f"| {methods.label(name)} (`{name}`)" in section or f"(`{name}`)" in section, name
+    not_dmp = [n for n in methods.names() if not n.startswith(("dmp", "source_only"))]
+    assert sorted(not_dmp) == sorted(BASELINES)     # a new comparison method is added to this file's lists too
