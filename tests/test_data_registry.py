@@ -363,3 +363,5 @@ def test_verify_compares_the_locked_manifest_without_decoding(isolated, tmp_path
     _black_png(next((root / "dslr").rglob("*.jpg")))
     with pytest.raises(ValueError, match=r"dslr/images \(domain 'dslr'\) differ from the version locked"):
         verify.verify("office31", progress=False)
+    with pytest.raises(fetch.FetchError, match=r"dslr/images \(domain 'dslr'\) differ from the version locked"):
+        fetch.fetch("office31", progress=False)  # a fetch over data in place verifies it the same way

@@ -220,9 +220,8 @@ def fetch(name: str, *, verify_images: bool = False, retries: int = 3, timeout: 
         counts, manifests, used, sources = {}, {}, {}, {}
         if present:  # placed by hand or fetched before: check them before downloading the rest
             try:
-                counts, manifests, _ = check_domains(
-                    spec, root, present, lock=lock, verify_images=verify_images, progress=progress,
-                    manifest=any(d not in lock["manifest"] for d in present))
+                counts, manifests, _ = check_domains(  # bytes too (manifest), as `data verify` checks them
+                    spec, root, present, lock=lock, verify_images=verify_images, progress=progress, manifest=True)
             except (ValueError, DatasetMissingError) as exc:
                 raise FetchError(str(exc)) from None
             sources = {d: "placed in the data folder" for d in present}
