@@ -456,6 +456,9 @@ def load_yaml(path) -> dict[str, Any]:
     data = safe_load(stream, path) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a run config must be a mapping of key: value")
+    named = [k for k in data if not isinstance(k, str)]
+    if named:
+        raise ConfigError(f"{path}: config key {short_repr(named[0])} is not a name (see python -m dmp config --show)")
     return data
 
 

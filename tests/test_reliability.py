@@ -109,3 +109,10 @@ def test_a_binary_config_file_names_the_file(capsys, tmp_path):
     path.write_bytes(bytes(range(256)))
     err = cli_error(capsys, "config", "--config", str(path), *RUN)
     assert err == f"error: {path}: not a YAML text file (not UTF-8 text); give a run config file\n"
+
+
+def test_a_key_that_is_no_name_names_the_file(capsys, tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("lr: 0.001\n1: 2\n")  # was: TypeError: unsupported operand type(s) for +: 'int' and 'str'
+    err = cli_error(capsys, "config", "--config", str(path), *RUN)
+    assert err == f"error: {path}: config key 1 is not a name (see python -m dmp config --show)\n"
