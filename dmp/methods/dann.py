@@ -38,11 +38,11 @@ class DANN(Method):
     paper = PAPER
     params = {
         "dann_trade_off": Param(1.0, "weight of the domain-adversarial term in the objective (DANN, CDAN, CDAN+E, "
-                                "BSP, PADA)", **_nonneg(),
+                                "BSP, PADA, SAN, ETN)", **_nonneg(),
                                 source="official code of CDAN, PADA and BSP: trade_off = 1.0 (the reversal "
                                        "coefficient 2/(1+exp(-10p))-1 scales the reversed gradient)"),
-        "dann_hidden": Param(1024, "width of the two hidden layers of the domain discriminator (DANN, CDAN, CDAN+E, "
-                             "BSP, PADA)", **_pos_int(),
+        "dann_hidden": Param(1024, "width of the two hidden layers of the domain discriminators (every adversarial "
+                             "comparison method)", **_pos_int(),
                              source="DANN, JMLR 2016, the Office experiments' domain classifier x -> 1024 -> 1024 "
                                     "-> 1; AdversarialNetwork(in, 1024) in the CDAN/PADA/BSP code"),
     }
