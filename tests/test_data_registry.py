@@ -365,3 +365,23 @@ def test_verify_compares_the_locked_manifest_without_decoding(isolated, tmp_path
         verify.verify("office31", progress=False)
     with pytest.raises(fetch.FetchError, match=r"dslr/images \(domain 'dslr'\) differ from the version locked"):
         fetch.fetch("office31", progress=False)  # a fetch over data in place verifies it the same way
+
+
+@pytest.mark.slow
+def test_resume_on_images_replaced_in_place_is_refused(isolated, tmp_path):
+    """The whole path: a demo run stopped at its first checkpoint, the source PNGs then replaced by black images of
+    the same names: the resume is refused (dataset version) instead of finishing under the old version."""
+    from dmp.config import ConfigError
+    from dmp.data.demo import generate
+    from dmp.train import train
+
+    _demo_copy(isolated)
+    root = generate(registry.data_root("demo"), progress=False)
+    cfg = dict(dataset="demo", source="solid", target="outline", backbone="smallcnn", pretrained=False,
+               bottleneck_dims=[32, 16], batch_size=8, iterations=4, checkpoint_every=2, log_every=2,
+               eval_batch_size=64, threads=1, intra_start=2)
+    assert train(cfg, tmp_path / "run", progress=False, stop_after=2) is None
+    for png in sorted((root / "solid").rglob("*.png")):
+        _black_png(png)
+    with pytest.raises(ConfigError, match="dataset version"):
+        train(cfg, tmp_path / "run", progress=False)
