@@ -174,7 +174,7 @@ def main(argv=None):
           f"setting={args.setting} anchor_mode={args.anchor_mode} torch={torch.__version__}")
     out = {}
     for path, per_matrix in (("CPU path", True), ("device path", False)):
-        # CPU path: the manifold distances make one LAPACK/BLAS call per matrix of a batch (bit-identical CPU numbers);
+        # CPU path: the manifold distances work matrix by matrix (bit-identical CPU numbers);
         # device path: one call per batch, what a GPU step dispatches (dmp.manifolds.spectral.PER_MATRIX_ON_CPU).
         spectral.PER_MATRIX_ON_CPU = per_matrix
         try:

@@ -19,7 +19,8 @@ no-grad pass over ``n_source`` (+ ``n_target`` for partial) samples and ``T_up =
     python benchmarks/step_overhead.py --backbone identity --in-dim 1024
     python benchmarks/step_overhead.py --device cuda --size 224 --batch 50 --profile 20   # + torch.profiler table
 
-``--profile N`` profiles N DMP steps and N two-domain CE steps with ``torch.profiler`` and prints the operators
+It also prints the ATen operations each step dispatches and the DMP step's host reads (benchmarks/op_count.py: the
+host-side proxy of issue 21). ``--profile N`` profiles N DMP steps and N two-domain CE steps with ``torch.profiler`` and prints the operators
 that take the most device (CUDA) or CPU time: where DMP's extra time goes.
 """
 from __future__ import annotations
@@ -40,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dmp.config import resolve  # noqa: E402
 from dmp.data.inputs import Task, TensorDataset  # noqa: E402
 from dmp.train.trainer import Trainer  # noqa: E402
+from op_count import count  # noqa: E402  (benchmarks/op_count.py)
 
 
 def timed(fn, repeats, warmup=2, device=torch.device("cpu")):
@@ -152,6 +154,10 @@ def main(argv=None):
     print(f"DMP step                    {t_dmp * 1e3:9.1f} ms")
     print(f"DMP / two-domain CE         {t_dmp / t_both:9.3f}   (cost of DMP's losses; goal <= 1.10)")
     print(f"DMP / source-only           {t_dmp / t_src:9.3f}   (end to end; paper's table: 1.6x on A->W)")
+    ops_dmp, ops_both = count(lambda: dmp.step(100, xs, ys, xt, log=False)), count(both_ce)
+    extra, reads = ops_dmp.total - ops_both.total, sum(ops_dmp.syncs.values())
+    print(f"ATen ops per step           two-domain CE {ops_both.total}, DMP {ops_dmp.total}: extra {extra} (issue 21: "
+          f"843; goal <= 281), host reads in the DMP step {reads} (goal 0)   [benchmarks/op_count.py]")
     for partial in (False, True):
         t_r = refresh(partial)
         share = t_r / (t_r + t_up * t_dmp)

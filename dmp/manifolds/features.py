@@ -6,7 +6,7 @@ import numbers
 
 import torch
 
-from .spectral import COMPUTE_DTYPE
+from .spectral import COMPUTE_DTYPE, batching
 
 
 def check_pair(h_s: torch.Tensor, h_t: torch.Tensor) -> torch.dtype:
@@ -57,19 +57,20 @@ def as_layers(h_s, h_t) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
 
 
 def domain_batches(h_s: list[torch.Tensor], h_t: list[torch.Tensor]) -> list[torch.Tensor]:
-    """The batches the distances work on: per layer one ``[2, n, d]`` stack (source, target) when ``n_s = n_t``,
-    else two ``[1, n, d]`` batches (source, then target)."""
-    if h_s[0].shape[0] == h_t[0].shape[0]:
+    """The matrices the distances work on: where they are batched (:func:`~dmp.manifolds.spectral.batching`) and
+    ``n_s = n_t``, per layer one ``[2, n, d]`` stack (source, target); else per layer the source and the target
+    matrix ``[n, d]`` as they are."""
+    if batching(h_s[0]) and h_s[0].shape[0] == h_t[0].shape[0]:
         return [torch.stack([a, b]) for a, b in zip(h_s, h_t)]
-    return [x for a, b in zip(h_s, h_t) for x in (a.unsqueeze(0), b.unsqueeze(0))]
+    return [x for a, b in zip(h_s, h_t) for x in (a, b)]
 
 
 def layer_pairs(batches: list[torch.Tensor], n_layers: int) -> list:
-    """Inverse of :func:`domain_batches` for per-batch results: per layer the ``[2, ...]`` stack, or the pair
-    ``(source [...], target [...])``."""
+    """Inverse of :func:`domain_batches` for per-matrix results: per layer the ``[2, ...]`` stack, or the pair
+    ``(source, target)``."""
     if len(batches) == n_layers:
         return list(batches)
-    return [(batches[2 * l][0], batches[2 * l + 1][0]) for l in range(n_layers)]
+    return [(batches[2 * l], batches[2 * l + 1]) for l in range(n_layers)]
 
 
 def subspace_dim(dim: int | None, n_s: int, n_t: int, d: int) -> int:

@@ -17,11 +17,12 @@ from __future__ import annotations
 import torch
 
 from .features import centred, checked_layers, domain_batches, layer_pairs, squared_widths
-from .spectral import ProjectorSpectrum, aligned, bmm, frobenius_sq_diff, safe_sqrt, spectral_functions, symmetrize
+from .spectral import ProjectorSpectrum, bmm, frobenius_sq_diff, safe_sqrt, spectral_functions, symmetrize
 
 
 def _normalised(hc: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
-    """``H_c / s`` with ``s`` the (detached) RMS row norm of each batch ``H_c`` (``[B, n, d]``, ``mu [B, d]``).
+    """``H_c / s`` with ``s`` the (detached) RMS row norm of ``H_c`` (``[n, d]`` or a batch ``[B, n, d]``; ``mu [d]``
+    or ``[B, d]``).
 
     A batch whose spread is at round-off level (``s <= 64 eps_float64 sqrt(s^2 + ||mu||^2)``, e.g. all rows equal)
     has no principal subspace: it is mapped to zeros, so its projector is 0, exactly as for rows that are equal
@@ -30,7 +31,7 @@ def _normalised(hc: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
         rms = hc.square().sum(dim=-1).mean(dim=-1).sqrt()
         noise = 64 * torch.finfo(hc.dtype).eps * torch.sqrt(rms.square() + mu.square().sum(dim=-1))
         scale = torch.where(rms > noise, rms.reciprocal(), 0.0)
-    return hc * scale[:, None, None]
+    return hc * scale[..., None, None]
 
 
 def _projector_factors(h_s: list[torch.Tensor], h_t: list[torch.Tensor], dims: list[int]):
@@ -99,7 +100,6 @@ def affine_grassmann_distance(h_s: torch.Tensor, h_t: torch.Tensor, dim: int | N
     sq, level = frobenius_sq_diff(z)
     offsets = []
     for (z_s, z_t), (mu_s, mu_t) in zip(z, mu):  # (unpacks a [2, ...] stack as a pair)
-        z_s, z_t, mu_s, mu_t = aligned(z_s, z_t, mu_s, mu_t)
         offset = (mu_s - z_s.mT @ (z_s @ mu_s)) - (mu_t - z_t.mT @ (z_t @ mu_t))
         offsets.append(offset.square().sum())
     dist = (safe_sqrt(sq, level) + safe_sqrt(torch.stack(offsets))) / squared_widths(tuple(widths), sq.device)

@@ -37,43 +37,23 @@ matrix of divided differences of ``s`` used by the Daleckii-Krein backward (any 
 
 
 PER_MATRIX_ON_CPU = True
-"""On the CPU, batched eigen-decompositions and matrix products run one LAPACK/BLAS call per matrix (:func:`_eigh`,
-:func:`bmm`), which keeps the CPU numbers of the one-matrix code bit for bit. On a GPU (and on the CPU with this
-False, as ``benchmarks/op_count.py --device-path`` counts) a batch is one call."""
+"""Whether the distances work matrix by matrix on the CPU: every layer and domain its own ``[n, d]`` matrix and its
+own LAPACK/BLAS calls, exactly the arithmetic of the one-matrix code (MKL's batched gemm rounds differently from
+its gemm, its batched eigh and gemm depend on where a matrix sits in the batch, and stacking copies): the CPU
+numbers stay bit for bit, identical source and target give exactly 0, no copy is added. Elsewhere (a GPU, or the
+CPU with this False, as ``benchmarks/op_count.py`` counts the device path) the layers and domains are batches:
+one eigen-decomposition and one product per stage (:func:`batching`)."""
 
 
-def _per_matrix(x: torch.Tensor) -> bool:
-    return PER_MATRIX_ON_CPU and x.device.type == "cpu" and x.dim() == 3
-
-
-def _eigh(gram: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``torch.linalg.eigh`` of ``[n, n]`` or a batch ``[B, n, n]``. On the CPU each matrix of a batch gets its own
-    LAPACK call (:data:`PER_MATRIX_ON_CPU`): a batch puts every other matrix of odd ``n`` at an 8-byte offset and
-    MKL's result depends on the alignment in the last bits; separate calls keep the numbers of the one-matrix code,
-    and identical source and target batches go through bit-identical paths (their distance is exactly 0)."""
-    if not _per_matrix(gram):
-        return torch.linalg.eigh(gram)
-    evals, evecs = zip(*(torch.linalg.eigh(g) for g in gram.unbind(0)))
-    return torch.stack(evals), torch.stack([v.mT for v in evecs]).mT  # column-major, as LAPACK returns them
-
-
-def aligned(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Freshly allocated copies of views into a batch on the CPU (:data:`PER_MATRIX_ON_CPU`; as they are elsewhere),
-    for BLAS calls whose last bits must not depend on where a matrix sits in its batch."""
-    if not (PER_MATRIX_ON_CPU and tensors[0].device.type == "cpu"):
-        return tensors
-    return tuple(t.clone() for t in tensors)
+def batching(x: torch.Tensor) -> bool:
+    """Whether the matrices on ``x``'s device are stacked into batches (see :data:`PER_MATRIX_ON_CPU`)."""
+    return not (PER_MATRIX_ON_CPU and x.device.type == "cpu")
 
 
 def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a @ b`` for ``[n, k] x [k, m]`` or batches ``[B, n, k] x [B, k, m]``. On the CPU one BLAS call per matrix of a
-    batch, on freshly allocated (aligned) copies (:data:`PER_MATRIX_ON_CPU`): MKL's batched gemm rounds differently
-    from its gemm, and its gemm's last bits depend on the alignment of the operands."""
-    if a.dim() == 2:
-        return a @ b
-    if not _per_matrix(a):
-        return torch.bmm(a, b)
-    return torch.stack([x.clone() @ y.clone() for x, y in zip(a.unbind(0), b.unbind(0))])
+    """``a @ b`` for ``[n, k] x [k, m]`` or batches ``[B, n, k] x [B, k, m]`` (``torch.bmm``: one op, where ``@``
+    dispatches five)."""
+    return a @ b if a.dim() == 2 else torch.bmm(a, b)
 
 
 class _SpectralFunction(torch.autograd.Function):
@@ -82,7 +62,7 @@ class _SpectralFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, gram: torch.Tensor, spectrum: Spectrum) -> torch.Tensor:  # noqa: D401
         try:
-            evals, evecs = _eigh(gram)
+            evals, evecs = torch.linalg.eigh(gram)
         except torch.linalg.LinAlgError as err:
             if not torch.isfinite(gram).all():
                 raise ValueError("manifold distance: the feature batch contains NaN or Inf values "
@@ -103,22 +83,27 @@ class _SpectralFunction(torch.autograd.Function):
 def spectral_function(gram: torch.Tensor, spectrum: Spectrum) -> torch.Tensor:
     """``s(G) = V diag(s(lambda)) V^T`` for a symmetric ``gram`` ``[n, n]`` or a batch of them ``[B, n, n]`` (only
     the lower triangles are read, as by ``torch.linalg.eigh``); differentiable with the guarded divided differences
-    of ``spectrum``. A batch is one eigen-decomposition and one autograd node (see :func:`_eigh` on the CPU)."""
+    of ``spectrum``. A batch is one eigen-decomposition and one autograd node."""
     return _SpectralFunction.apply(gram, spectrum)
 
 
 def spectral_functions(grams: list[torch.Tensor], spectra: list[Spectrum]) -> list[torch.Tensor]:
-    """``[s_j(G_j)]`` for batches ``G_j [B_j, n_j, n_j]``: the batches with the same size ``n`` and spectrum go through
-    one :func:`spectral_function` (one eigen-decomposition and one autograd node for all the layers and domains
-    whose shapes allow it)."""
+    """``[s_j(G_j)]`` for matrices ``G_j [n_j, n_j]`` or batches ``[B_j, n_j, n_j]``. Where matrices are batched
+    (:func:`batching`), those of the same size ``n`` and spectrum go through one :func:`spectral_function` (one
+    eigen-decomposition and one autograd node for all the layers and domains whose shapes allow it); on the CPU,
+    one call each."""
+    if not batching(grams[0]):
+        return [spectral_function(gram, spectrum) for gram, spectrum in zip(grams, spectra)]
     groups: dict = {}
     for j, (gram, spectrum) in enumerate(zip(grams, spectra)):
         groups.setdefault((gram.shape[-1], spectrum), []).append(j)
+    batches = [g if g.dim() == 3 else g.unsqueeze(0) for g in grams]
     out: list = [None] * len(grams)
     for (_, spectrum), idx in groups.items():
-        values = spectral_function(torch.cat([grams[j] for j in idx]) if len(idx) > 1 else grams[idx[0]], spectrum)
-        for j, part in zip(idx, values.split([grams[j].shape[0] for j in idx])):
-            out[j] = part
+        values = spectral_function(torch.cat([batches[j] for j in idx]) if len(idx) > 1 else batches[idx[0]],
+                                   spectrum)
+        for j, part in zip(idx, values.split([batches[j].shape[0] for j in idx])):
+            out[j] = part if grams[j].dim() == 3 else part.squeeze(0)
     return out
 
 
@@ -208,12 +193,6 @@ def symmetrize(matrix: torch.Tensor) -> torch.Tensor:
     return 0.5 * (matrix + matrix.mT)
 
 
-def _cross(z: torch.Tensor) -> torch.Tensor:
-    """``Z_s Z_t^T`` of a stack ``Z [2, n, d]``."""
-    z_s, z_t = aligned(*z.unbind(0))
-    return z_s @ z_t.mT
-
-
 def frobenius_sq_diff(layers: list) -> tuple[torch.Tensor, torch.Tensor]:
     """``(||Z_s^T Z_s - Z_t^T Z_t||_F^2, round-off level)`` of each layer (``[L]`` each), by the expansion
     ``||Z_s Z_s^T||_F^2 + ||Z_t Z_t^T||_F^2 - 2 ||Z_s Z_t^T||_F^2`` (``n x n`` products only).
@@ -223,7 +202,7 @@ def frobenius_sq_diff(layers: list) -> tuple[torch.Tensor, torch.Tensor]:
     The three terms are computed by the same expression, so identical source and target give exactly 0.  The
     round-off level ``64 eps_float64 (ss + tt + 2 st)`` is what :func:`safe_sqrt` treats as zero."""
     if all(isinstance(z, torch.Tensor) for z in layers):
-        products = torch.cat([p for z in layers for p in (bmm(z, z.mT), _cross(z).unsqueeze(0))])
+        products = torch.cat([p for z in layers for p in (bmm(z, z.mT), (z[0] @ z[1].mT).unsqueeze(0))])
         sums = products.square().sum((-2, -1)).view(len(layers), 3)
     else:
         sums = torch.stack([torch.stack([(a @ b.mT).square().sum() for a, b in ((z_s, z_s), (z_t, z_t), (z_s, z_t))])
