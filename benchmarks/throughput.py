@@ -382,6 +382,10 @@ def main(argv=None):
         t_model_both = timed(lambda i: both_ce(src, *src_b[i % k], tgt_b[i % k]), steps, warmup, device)
         t_model_dmp = timed(lambda i: dmp.step(i, *src_b[i % k], tgt_b[i % k], log=i % LOG_EVERY == 0), steps,
                             warmup, device)
+        # the host-side proxy of issue 21 (benchmarks/op_count.py): ATen ops of one non-logging step of each
+        from op_count import count  # (imported here: op_count imports this module)
+        ops_dmp = count(lambda: dmp.step(warmup + steps, *src_b[0], tgt_b[0], log=False))
+        ops_both = count(lambda: both_ce(src, *src_b[0], tgt_b[0]))
 
         # 4. end to end (the trainer's loop, no anchor pass)
         t_e2e_src = end_to_end(src, False, steps, warmup)
@@ -411,6 +415,8 @@ def main(argv=None):
         "model_images_per_s": {"source_only": b / t_model_src, "two_domain_ce": 2 * b / t_model_both,
                                "dmp": 2 * b / t_model_dmp},
         "end_to_end_images_per_s": {"source_only": b / t_e2e_src, "dmp": 2 * b / t_e2e_dmp},
+        "ops_per_step": {"dmp": ops_dmp.total, "two_domain_ce": ops_both.total,
+                         "dmp_extra": ops_dmp.total - ops_both.total, "dmp_host_reads": sum(ops_dmp.syncs.values())},
         "seconds_per_step": {"model_source_only": t_model_src, "model_two_domain_ce": t_model_both,
                              "model_dmp": t_model_dmp, "end_to_end_source_only": t_e2e_src,
                              "end_to_end_dmp": t_e2e_dmp},
@@ -454,6 +460,10 @@ def report(r):
     print(f"end-to-end / model-only         source-only {ra['end_to_end_over_model_source_only']:6.3f}   DMP "
           f"{ra['end_to_end_over_model_dmp']:6.3f}   (goal >= 0.9: "
           f"{ok(min(ra['end_to_end_over_model_source_only'], ra['end_to_end_over_model_dmp']) >= 0.9)})")
+    o = r["ops_per_step"]
+    print(f"ATen ops per step (log=False)   two-domain CE {o['two_domain_ce']}   DMP {o['dmp']}   extra "
+          f"{o['dmp_extra']} (issue 21: 843; goal <= 281: {ok(o['dmp_extra'] <= 281)})   host reads in the DMP step "
+          f"{o['dmp_host_reads']} (goal 0: {ok(o['dmp_host_reads'] == 0)})")
     print(f"DMP / two-domain CE step        {ra['dmp_over_two_domain_ce_step']:6.3f}   (goal <= 1.10: "
           f"{ok(ra['dmp_over_two_domain_ce_step'] <= 1.10)})")
     ep = r["seconds_per_epoch_wall"]
