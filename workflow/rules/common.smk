@@ -31,12 +31,11 @@ PYTHON = "python" if "conda" in str(workflow.deployment_settings.deployment_meth
 # data_dir).
 DATA_DIR = stable_path(os.path.abspath(config["data_dir"])) if config.get("data_dir") else ""
 JOB_ENV = [f"DMP_DATA_DIR={DATA_DIR}"] if DATA_DIR else []
-# `--resources gpu=N` on one machine: every training job claims its own GPU among N (dmp/train/devices.py). Through
-# the environment, not a rule parameter, so that a new N reruns nothing; a job SLURM gives one GPU keeps it.
-_gpus = workflow.global_resources.get("gpu")
-_gpus = getattr(_gpus, "value", _gpus)
-if isinstance(_gpus, int) and _gpus > 0:
-    os.environ["DMP_GPU_SLOTS"] = str(_gpus)
+# `--resources gpu=N` on one machine: every training job claims its own GPU among N (dmp/train/devices.py), told N
+# as the resource gpu_slots (not a rule parameter, so that a new N reruns nothing; no limit is set on it); a job
+# that SLURM gives one GPU keeps it.
+_gpus = getattr(workflow.global_resources.get("gpu"), "value", None)
+GPU_SLOTS = _gpus if isinstance(_gpus, int) and _gpus > 0 else 0
 
 
 def table_outputs(tables):

@@ -41,8 +41,9 @@ rule train:
     threads: config.get("threads", 1)
     resources:
         **config.get("resources", {}),
+        gpu_slots=GPU_SLOTS,
     shell:
         "{params.python:q} -m dmp.suite prepare {params.run_dir:q} {params.signature:q} > {log:q} 2>&1 && "
-        "env {params.env:q} {params.python:q} -m dmp train --quiet --out {params.run_dir:q} {params.args:q} "
+        "env {params.env:q} DMP_GPU_SLOTS={resources.gpu_slots} {params.python:q} -m dmp train --quiet --out {params.run_dir:q} {params.args:q} "
         "threads={threads} >> {log:q} 2>&1"
 
