@@ -143,9 +143,9 @@ def step_counts(trainer, batches, it: int = 100, log: bool = False, warmup: int 
     return count(lambda: trainer.step(it + warmup, *batches, log=log))
 
 
-def extra_ops(batch=8, classes=31, dims=(1024, 512), backbone="resnet50", **kw):
-    """``(dmp_counter, two_domain_ce_counter)`` of one step each, on the same model."""
-    dmp, batches = build("dmp", batch=batch, classes=classes, dims=dims, backbone=backbone, **kw)
+def extra_ops(batch=8, classes=31, dims=(1024, 512), backbone="resnet50", method="dmp", **kw):
+    """``(dmp_counter, two_domain_ce_counter)`` of one step each (``method``: a DMP variant), on the same model."""
+    dmp, batches = build(method, batch=batch, classes=classes, dims=dims, backbone=backbone, **kw)
     ce, _ = build("source_only", batch=batch, classes=classes, dims=dims, backbone=backbone,
                   **{k: v for k, v in kw.items() if k in ("size", "in_dim", "seed")})
     xs, ys, xt = batches
@@ -169,8 +169,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     kw = dict(backbone=args.backbone, size=args.size, in_dim=args.in_dim, batch=args.batch, classes=args.classes,
-              dims=args.dims, metric=args.metric, setting=args.setting, anchor_mode=args.anchor_mode)
-    print(f"backbone={args.backbone} batch={args.batch} dims={args.dims} classes={args.classes} metric={args.metric} "
+              dims=args.dims, metric=args.metric, setting=args.setting, anchor_mode=args.anchor_mode,
+              method=args.method, **({"entropy_weight": 0.1} if args.method == "dmp_ent" else {}))
+    print(f"method={args.method} backbone={args.backbone} batch={args.batch} dims={args.dims} classes={args.classes} "
+          f"metric={args.metric} "
           f"setting={args.setting} anchor_mode={args.anchor_mode} torch={torch.__version__}")
     out = {}
     for path, per_matrix in (("CPU path", True), ("device path", False)):
