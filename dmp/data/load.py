@@ -3,7 +3,6 @@ bit depth (:func:`open_rgb`), and the arrays of features/arrays datasets with th
 Every error names the file (and the sample or array) at fault."""
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import numpy as np
@@ -42,53 +41,6 @@ def open_rgb(path):
         if img.width < 1 or img.height < 1:
             raise ValueError(f"empty image ({img.width}x{img.height})")
         return to_rgb(img).copy()
-
-
-def data_classes(spec, root) -> tuple[str, ...]:
-    """The classes of a user image dataset whose dataset.yaml lists none (``spec.classes_from``), read from its data
-    under ``root``: "folders": the sorted names of the class folders of every domain in place; "lists": for labels
-    0..K-1 the folder holding each label's images in the label lists in place (the label order of the lists).
-    Empty while none of the data is in place."""
-    from .verify import _visible
-
-    root = Path(root)
-    if spec.classes_from == "folders":
-        names = set()
-        for d in spec.domains:
-            if (root / d.folder).is_dir():
-                names |= {p.name for p in (root / d.folder).iterdir() if p.is_dir() and _visible(p.name)}
-        return tuple(sorted(names))
-    stamps = tuple((str(root / lst), (root / lst).stat().st_mtime_ns, (root / lst).stat().st_size)
-                   for _, lst in spec.label_lists if (root / lst).is_file())
-    return _list_classes(stamps)
-
-
-@functools.lru_cache(maxsize=16)
-def _list_classes(stamps) -> tuple[str, ...]:
-    """Label -> class name from the label lists ``stamps`` ((path, mtime, size)): the folder of its images."""
-    names: dict[int, tuple[str, str, str]] = {}
-    for path, *_ in stamps:
-        for rel, label in registry.read_list(Path(path)):
-            parts = rel.replace("\\", "/").split("/")
-            if len(parts) < 2:
-                raise ValueError(f"{path}: {rel!r} is in no class folder, so the class names cannot be read from the "
-                                 f"lists: list `classes` in the dataset.yaml (in label order)")
-            if label < 0:
-                raise ValueError(f"{path}: label {label} of {rel!r} is negative")
-            seen = names.setdefault(label, (parts[-2], path, rel))
-            if seen[0] != parts[-2]:
-                raise ValueError(f"{path}: {rel!r} has label {label}, whose images are in folder {seen[0]!r} in "
-                                 f"{seen[1]} ({seen[2]!r}): list `classes` in the dataset.yaml (in label order)")
-    classes = tuple(names[i][0] if i in names else "" for i in range(max(names, default=-1) + 1))
-    if "" in classes:
-        raise ValueError(f"label {classes.index('')} has no image in the lists ({', '.join(p for p, *_ in stamps)}): "
-                         f"list `classes` in the dataset.yaml (in label order)")
-    twice = sorted({c for c in classes if classes.count(c) > 1})
-    if twice:
-        raise ValueError(f"folder {twice[0]!r} holds the images of labels "
-                         f"{[i for i, c in enumerate(classes) if c == twice[0]]} in the lists "
-                         f"({', '.join(p for p, *_ in stamps)}): list `classes` in the dataset.yaml (in label order)")
-    return classes
 
 
 def _read_matrix(path: Path, key: str) -> np.ndarray:

@@ -12,6 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff")
+JUNK = ("__MACOSX", ".DS_Store", "Thumbs.db")
+
+
+def visible_name(name: str) -> bool:
+    """A file or folder name that is data, not an archiver's or a desktop's hidden extra."""
+    return not name.startswith(".") and name not in JUNK
 
 
 def gdrive(file_id: str) -> str:

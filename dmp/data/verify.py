@@ -22,19 +22,15 @@ from tqdm import tqdm
 from ..io import sha256_file
 from . import registry
 from .catalog import PUBLISHED_DUPLICATES
-from .load import data_classes, open_rgb, read_arrays
-from .spec import IMAGE_EXTENSIONS, DatasetSpec, Domain
+from .load import open_rgb, read_arrays
+from .spec import IMAGE_EXTENSIONS, DatasetSpec, Domain, visible_name
 
 Shown = Callable[[str], str]
-JUNK = ("__MACOSX", ".DS_Store", "Thumbs.db")
 
 
 def _is_image(name: str) -> bool:
     return name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith("._")
 
-
-def _visible(name: str) -> bool:
-    return not name.startswith(".") and name not in JUNK
 
 
 def scan_domain(spec: DatasetSpec, domain: Domain, root: Path, shown: Shown | None = None) -> list[tuple[str, int]]:
@@ -51,7 +47,7 @@ def scan_domain(spec: DatasetSpec, domain: Domain, root: Path, shown: Shown | No
                                            f"does not exist")
     entries = []
     if spec.layout == "class_folders":
-        present = sorted(p.name for p in base.iterdir() if p.is_dir() and _visible(p.name))
+        present = sorted(p.name for p in base.iterdir() if p.is_dir() and visible_name(p.name))
         missing = [c for c in spec.classes if c not in present]
         unknown = [c for c in present if c not in spec.classes]
         if missing or unknown:
@@ -60,7 +56,7 @@ def scan_domain(spec: DatasetSpec, domain: Domain, root: Path, shown: Shown | No
                             f"unknown class folder(s) {', '.join(unknown)}" if unknown else "") if s))
         for label, cls in enumerate(spec.classes):
             for dirpath, dirnames, files in os.walk(base / cls):
-                dirnames[:] = sorted(d for d in dirnames if _visible(d))
+                dirnames[:] = sorted(d for d in dirnames if visible_name(d))
                 rel_dir = Path(dirpath).relative_to(root).as_posix()
                 entries += [(f"{rel_dir}/{f}", label) for f in sorted(files) if _is_image(f)]
     elif spec.layout == "list_files":
@@ -178,7 +174,7 @@ def check_domains(spec: DatasetSpec, root: Path, domains, *, lock: dict | None =
     shown = shown or (lambda rel: str(Path(root) / rel))
     lock = lock or {}
     if spec.classes_from and not spec.classes:  # a user dataset's classes, read from this copy (a first fetch)
-        spec = dataclasses.replace(spec, classes=data_classes(spec, root))
+        spec = dataclasses.replace(spec, classes=registry.data_classes(spec, root))
     entries = {d: scan_domain(spec, spec.domain(d), root, shown) for d in domains}
     counts = {d: per_class(spec, e) for d, e in entries.items()}
     check_counts(spec, counts, lock, shown)
