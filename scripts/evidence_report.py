@@ -112,8 +112,8 @@ def digits_init_section(df: pd.DataFrame) -> list[str]:
         "(`python -m dmp pretrain-demo --recipe digits`; its row is the main study's runs of the same seeds); "
         "`backbone lr x0.1` is the paper's ratio for an ImageNet backbone; `random init` is the protocol before "
         "(no pre-training, full lr). The pre-trained start against the random one, average over both tasks: "
-        f"{gains}. It was chosen for the baseline's stability (item 8 of issue 7: source-only's seed std under 3 "
-        "points), not for DMP: DMP minus source-only is "
+        f"{gains}. It was chosen for the baseline's stability (source-only's seed std under 3 points), not for "
+        "DMP: DMP minus source-only is "
         f"{avg[('dmp', first)] - avg[('source_only', first)]:+.1f} with it and "
         f"{avg[('dmp', last)] - avg[('source_only', last)]:+.1f} from a random initialisation.", ""], level="####")
 
