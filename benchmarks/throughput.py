@@ -229,10 +229,10 @@ def measured_times(figures: dict):
             "source": f"this benchmark on {figures['device_name']} ({figures['precision']})"}
 
 
-def step_seconds(times, backbone, batch, method):
-    """Seconds per training step; a configuration not in ``times`` is scaled from one of the same batch size (else
-    ResNet-50, batch 50) by forward FLOPs x batch size (compute-bound)."""
-    kind = "source_only" if method == "source_only" else "dmp"
+def step_seconds(times, backbone, batch, kind):
+    """Seconds per training step of ``kind`` (``dmp``: source and target batches through the network, as every
+    method whose loss sees the target; ``source_only``); a configuration not in ``times`` is scaled from one of the
+    same batch size (else ResNet-50, batch 50) by forward FLOPs x batch size (compute-bound)."""
     if (backbone, batch) in times:
         return times[(backbone, batch)][kind]
     ref = next((k for k in times if isinstance(k, tuple) and k[1] == batch), ("resnet50", 50))
@@ -241,13 +241,14 @@ def step_seconds(times, backbone, batch, method):
 
 def suite_hours(config_path: Path, times: dict, job_overhead_s: float = 30.0) -> dict:
     """Estimated device hours of every run of ``snakemake all_tables`` for ``config_path``: per run, its
-    iterations x seconds per step (``python -m dmp config --schedule``), its anchor passes (source set, + target
-    set in the partial setting, per refresh) and final evaluation x seconds per forward image, plus a fixed
+    iterations x seconds per step (``python -m dmp config --schedule``), its anchor passes (source set for a
+    method with anchors, + target set for one with the mean target prediction, per refresh) and final evaluation x seconds per forward image, plus a fixed
     per-job overhead (start-up, data lists, checkpoint writes)."""
     import collections
 
     import yaml
 
+    from dmp import methods
     from dmp.config import parse_overrides
     from dmp.data import registry
     from dmp.data.splits import split_size
@@ -266,11 +267,15 @@ def suite_hours(config_path: Path, times: dict, job_overhead_s: float = 30.0) ->
             n_t = round(spec.domain(cfg["target"]).count * len(spec.partial_classes) / len(spec.classes))
         sch = schedule(cfg, n_s)
         fwd = times["forward_per_image"][cfg["backbone"]]
-        passed = n_s + (n_t if cfg["setting"] == "partial" else 0)
+        needs = methods.get(run.method).needs(cfg)
+        passed = (n_s if needs.anchors else 0) + (n_t if needs.mean_prediction else 0)
+        # A comparison method's step is counted as DMP's (both domains through the network; DMP's manifold terms
+        # add at most ~10 % to the step, docs/benchmarks.md): an upper bound for them.
+        kind = "dmp" if needs.target == "loss" else "source_only"
         row = per[run.dataset]
         row["runs"] += 1
         row["iterations"] += sch["iterations"]
-        row["steps_s"] += sch["iterations"] * step_seconds(times, cfg["backbone"], cfg["batch_size"], run.method)
+        row["steps_s"] += sch["iterations"] * step_seconds(times, cfg["backbone"], cfg["batch_size"], kind)
         row["anchors_s"] += sch["anchor_refreshes"] * passed * fwd
         row["eval_s"] += n_t * fwd
         row["overhead_s"] += job_overhead_s

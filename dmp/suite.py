@@ -145,6 +145,8 @@ class Suite:
         self.results = results_folder(config.get("results", "results"))
         self.seeds = [int(s) for s in config["seeds"]]
         self.tables = dict(config["tables"])
+        # false: only the rows of DMP, its variants and source-only (the registry's ``comparison`` flag)
+        self.comparison_methods = bool(config.get("comparison_methods", True))
         self._registry = registry
         self._specs: dict = {}
         self._expected: dict = {}
@@ -187,7 +189,9 @@ class Suite:
 
     # ---------------------------------------------------------------- validation
     def validate(self):
-        """Check what the JSON schema cannot: datasets, tasks and (image datasets) splits exist in the registry."""
+        """Check what the JSON schema cannot: methods exist in the method registry; datasets, tasks and (image
+        datasets) splits exist in the dataset registry."""
+        self.validate_methods()
         for table, cells in self.table_cells_by_table().items():
             for run in dict.fromkeys(c.run for c in cells if c.run is not None):
                 where = f"tables.{table} ({run.dataset} {run.task})"
@@ -199,6 +203,32 @@ class Suite:
                                          f"(its splits: {', '.join(spec.splits)})")
         if "train" in self.config or "overrides" in self.config:
             self.validate_training()
+
+    def validate_methods(self):
+        """Every method a table names is registered (dmp/methods/); the error names the config key."""
+        from . import methods
+
+        def check(where, name):
+            if name not in methods.names():
+                raise ValueError(f"config {where}: {methods.unknown(name)}")
+
+        for table, spec in self.tables.items():
+            single = spec.get("method") if isinstance(spec, dict) else None
+            listed = spec.get("methods", []) if isinstance(spec, dict) else []
+            listed = listed.values() if isinstance(listed, dict) else listed
+            for name in ([single] if single else []) + list(listed):
+                check(f"tables.{table}.method(s)", name)
+            for dataset, block in (spec.get("datasets") or {}).items() if isinstance(spec, dict) else []:
+                for name in block.get("methods", []):
+                    check(f"tables.{table}.datasets.{dataset}.methods", name)
+
+    def table_methods(self, listed) -> list[str]:
+        """The rows of a table or block: ``listed``, without the comparison methods when ``comparison_methods`` is
+        false."""
+        if self.comparison_methods:
+            return list(listed)
+        from . import methods
+        return [m for m in listed if not methods.get(m).comparison]
 
     def validate_training(self):
         """Check the trainer settings before any job runs: every key of ``train:`` and ``overrides[].set`` against
@@ -222,7 +252,7 @@ class Suite:
                 where = " and ".join(w for w, _ in self._layers(run))
                 raise ConfigError(f"config {where}, run {run.folder(self.results)}: {err}") from None
             classes = len(self.class_names(run.dataset))
-            if cfg["k"] > classes:
+            if cfg["k"] > classes > 0:  # 0: a user dataset whose classes are read from its data, not fetched yet
                 where = next((f"config {w}.k" for w, v in reversed(self._layers(run)) if "k" in v), "preset k")
                 raise ConfigError(f"{where} = {cfg['k']} is larger than the number of classes of dataset "
                                   f"{run.dataset!r} ({classes}), used by the tables (run {run.folder(self.results)})")
@@ -243,7 +273,7 @@ class Suite:
         cells = []
         for dataset, block in spec["datasets"].items():
             labels = block.get("labels", {})
-            for method in spec["methods"]:
+            for method in self.table_methods(block.get("methods", spec["methods"])):
                 row = []
                 for task in block["tasks"]:
                     run = Run(dataset, setting, task, method, spec["metric"], "full", default_split(setting))
@@ -297,7 +327,7 @@ class Suite:
 
     def _cells_time(self, spec):
         cells = []
-        for method in spec["methods"]:
+        for method in self.table_methods(spec["methods"]):
             for col in spec["columns"]:
                 setting = spec.get("setting", "vanilla")
                 run = Run(col["dataset"], setting, col["task"], method, spec.get("metric", "G"), "full",

@@ -3,13 +3,17 @@ the training jobs they make."""
 from __future__ import annotations
 
 import itertools
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from dmp import methods  # noqa: E402
+
 STUDIES = ("main", "weak", "weak_variants", "anchors", "weights", "grid", "prototypes", "digits_init", "geometry")
 
-NAMES = {"source_only": "Source only", "dmp": "DMP", "dmp_no_al": "DMP (No AL)", "dmp_no_ds": "DMP (No DS)",
-         "dmp_ent": "DMP+ent", "source_only_bn": "Source only, BN sees target"}
+NAMES = {m: methods.label(m) for m in methods.names()}  # the registry's labels (dmp/methods/)
 # source_only_bn: source-only whose BatchNorm statistics also see the target batches, as every DMP variant's do
 VANILLA = ["source_only", "source_only_bn", "dmp_no_al", "dmp_no_ds", "dmp"]
 PARTIAL = ["source_only", "source_only_bn", "dmp", "dmp_ent"]

@@ -45,7 +45,7 @@ def expected_train_jobs(cfg: dict) -> int:
         spec = tables.get(name)
         for dataset, block in (spec or {}).get("datasets", {}).items():
             runs |= {(dataset, setting, t, m, spec["metric"], "full", target)
-                     for t in block["tasks"] for m in spec["methods"]}
+                     for t in block["tasks"] for m in block.get("methods", spec["methods"])}
     if "manifold_ablation" in tables:
         spec = tables["manifold_ablation"]
         for setting, method in spec["methods"].items():
@@ -87,9 +87,6 @@ def test_shipped_configs_are_valid(name):
 def test_schema_rejects_typo_in_method_metric_table_and_task():
     cfg = load("config.yaml")
     bad = copy.deepcopy(cfg)
-    bad["tables"]["vanilla"]["methods"][-1] = "dmpp"
-    assert "dmpp" in schema_error(bad)
-    bad = copy.deepcopy(cfg)
     bad["tables"]["manifold_ablation"]["metrics"] = ["G", "AGG"]
     assert "AGG" in schema_error(bad)
     bad = copy.deepcopy(cfg)
@@ -101,6 +98,20 @@ def test_schema_rejects_typo_in_method_metric_table_and_task():
     bad = copy.deepcopy(cfg)
     bad["overrides"] = [{"when": {"methd": "dmp"}, "set": {}}]
     assert "methd" in schema_error(bad)
+
+
+def test_suite_rejects_an_unregistered_method_naming_the_key_and_the_closest_name():
+    """Method names are the registry's (dmp/methods/); the schema only checks their form."""
+    cfg = load("config.yaml")
+    bad = copy.deepcopy(cfg)
+    bad["tables"]["vanilla"]["methods"][-1] = "dmpp"
+    with pytest.raises(ValueError, match=r"tables\.vanilla\.method\(s\): 'dmpp' is not a registered method \(did you "
+                                         r"mean 'dmp'"):
+        Suite(bad)
+    bad = copy.deepcopy(cfg)
+    bad["tables"]["vanilla"]["datasets"]["office31"]["methods"] = ["cdan_ee"]
+    with pytest.raises(ValueError, match=r"datasets\.office31\.methods: 'cdan_ee' is not a registered method"):
+        Suite(bad)
 
 
 def test_suite_rejects_unknown_dataset_and_task_naming_them():
@@ -173,18 +184,19 @@ def test_lint_is_clean():
 
 @pytest.mark.slow
 def test_full_demo_dry_run_job_counts_and_train_inputs():
-    """config/demo.yaml as `make demo` runs it: 50 train jobs, the data and weights jobs once, one job per table, and
-    every train job depends on the demo data folder and the pre-trained weights file."""
+    """config/demo.yaml as `make demo` runs it: 66 train jobs (50 of DMP's rows, 16 of DANN, CDAN+E and PADA), the
+    data and weights jobs once, one job per table, and every train job depends on the demo data folder and the
+    pre-trained weights file."""
     proc = snakemake("-n", "all_tables", "--configfile", "config/demo.yaml", "--forceall")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cfg = load("demo.yaml")
     counts = job_counts(proc.stdout)
     assert counts == {"demo_data": 1, "demo_weights": 1, "train": expected_train_jobs(cfg),
                       "table": len(cfg["tables"]), "all_tables": 1, "total": expected_train_jobs(cfg) + 9}
-    assert expected_train_jobs(cfg) == 50
+    assert expected_train_jobs(cfg) == 66
     blocks = proc.stdout.split("Job stats:")[1].split("\nrule ")[1:]
     train = [b for b in blocks if b.startswith("train:")]
-    assert len(train) == 50
+    assert len(train) == 66
     inputs = {re.search(r"^    input: (.*)$", b, re.M).group(1) for b in train}
     assert inputs == {f"{cfg['data_dir']}/demo, {cfg['results']}/weights/smallcnn_demo.pt"}
 

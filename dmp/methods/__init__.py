@@ -44,10 +44,14 @@ def get(name) -> Method:
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
-        close = difflib.get_close_matches(str(name), _REGISTRY, n=3)
-        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-        raise ConfigError(f"config key 'method' = {name!r} is not a registered method{hint}; registered: "
-                          f"{', '.join(_REGISTRY)}") from None
+        raise ConfigError(f"config key 'method' = {unknown(name)}") from None
+
+
+def unknown(name) -> str:
+    """``'x' is not a registered method (did you mean ...?); registered: ...`` for an unknown method name."""
+    close = difflib.get_close_matches(str(name), _REGISTRY, n=3)
+    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+    return f"{name!r} is not a registered method{hint}; registered: {', '.join(_REGISTRY)}"
 
 
 def label(name: str) -> str:

@@ -14,6 +14,12 @@ What a method author writes (class attributes first, then methods to override):
     How tables and figures print it (``"CDAN+E"``).
 ``paper``
     The paper (and official code) it follows, e.g. ``"Long et al., NeurIPS 2018; github.com/thuml/CDAN"``.
+``comparison``
+    True (the default) for a comparison method of another paper; False for DMP, its variants and source-only (the
+    suite's ``comparison_methods: false`` keeps only those rows).
+``footnote``
+    A sentence the tables print in their notes when they hold the method's row (ours): where it departs from its
+    paper, e.g. "closest documented form: ... (docs/method.md)"; empty when it is faithful.
 ``params``
     Its own hyper-parameters, each declared once: ``{"key": Param(default, help, check, expect, source)}``
     (:class:`dmp.config.Param`; ``source`` = the sentence or table of its own paper, or its official code, the
@@ -116,6 +122,8 @@ class Method:
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""
     paper: ClassVar[str] = ""
+    comparison: ClassVar[bool] = True
+    footnote: ClassVar[str] = ""
     params: ClassVar[dict[str, Param]] = {}
     uses: ClassVar[tuple[str, ...]] = ()
     terms: ClassVar[tuple[str, ...]] = ()

@@ -53,6 +53,7 @@ def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors, weights, device, sc
 class DMP(Method):
     name = "dmp"
     label = "DMP"
+    comparison = False
     paper = "Luo, Ren, Dai, Yan, Unsupervised Domain Adaptation via Discriminative Manifold Propagation, TPAMI"
     terms = TERMS
     anchors = True

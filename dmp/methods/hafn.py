@@ -17,6 +17,9 @@ PAPER = "Xu, Li, Yang, Lin, ICCV 2019 (code: github.com/jihanyang/AFN)"
 class HAFN(Method):
     name = "hafn"
     label = "HAFN"
+    footnote = ("closest documented form, not faithful: our last manifold layer is a 512-d Tanh, whose feature norm "
+                "cannot reach R = 25 (at most 22.6), and the official 60 source-only pre-training epochs are not run "
+                "(docs/method.md, Comparison methods).")
     paper = PAPER
     params = {
         "afn_weight": Param(0.05, "weight lambda of the feature-norm term of HAFN and SAFN", **_nonneg(),

@@ -24,6 +24,8 @@ from .dann import adversarial_term
 class IWAN(Method):
     name = "iwan"
     label = "IWAN"
+    footnote = ("closest documented form, not faithful: one shared network (Transfer-Learning-Library's form), not "
+                "the paper's pair of untied extractors (docs/method.md, Comparison methods).")
     paper = ("Zhang, Ding, Li, Ogunbona, CVPR 2018 (shared-network form: Transfer-Learning-Library "
              "examples/domain_adaptation/partial_domain_adaptation/iwan.py)")
     params = {

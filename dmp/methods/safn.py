@@ -17,6 +17,8 @@ from .hafn import PAPER
 class SAFN(Method):
     name = "safn"
     label = "SAFN"
+    footnote = ("closest documented form: no dropout in the shared manifold layers, and their Tanh bounds the norms "
+                "SAFN enlarges at 22.6 (docs/method.md, Comparison methods).")
     paper = PAPER
     params = {
         "safn_delta_r": Param(1.0, "SAFN's norm step delta_r", **_nonneg(),

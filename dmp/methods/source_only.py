@@ -14,6 +14,7 @@ from .base import Method
 class SourceOnly(Method):
     name = "source_only"
     label = "Source only"
+    comparison = False
     paper = "the paper's ResNet rows (He et al., CVPR 2016): the backbone fine-tuned on the source"
     target = "none"
 
@@ -22,5 +23,6 @@ class SourceOnly(Method):
 class SourceOnlyBN(Method):
     name = "source_only_bn"
     label = "Source only, BN sees target"
+    comparison = False
     paper = "ours: source_only whose BatchNorm running statistics also see the target batches"
     target = "bn"

@@ -173,6 +173,8 @@ def notes(agg: pd.DataFrame, table: str, any_reported: bool) -> list[str]:
                    "(no std printed, as in the paper).")
     if table in ("vanilla", "partial"):
         out += metric_notes(agg)
+    if table in ("vanilla", "partial", "time"):
+        out += method_notes(agg["row"])
     if table == "interpolation" and (agg["key_column"] != agg["key_task"]).any():
         out.append("Class-wise blocks: per-class target accuracy; their Mean is the mean of the per-class "
                    "accuracies (the paper's VisDA definition), not the overall accuracy.")
@@ -182,6 +184,13 @@ def notes(agg: pd.DataFrame, table: str, any_reported: bool) -> list[str]:
         out.append("s/E = seconds per source epoch, s/B = seconds per batch (iteration), from metrics.json "
                    "seconds_per_epoch / seconds_per_iter; they depend on the machine.")
     return out + skipped_notes(agg.attrs.get("skipped", {}))
+
+
+def method_notes(rows) -> list[str]:
+    """The registry's footnote of each method whose row is ours (where it departs from its own paper)."""
+    from dmp import methods
+    return [f"{methods.label(m)}: {methods.get(m).footnote}" for m in dict.fromkeys(rows)
+            if m in methods.names() and methods.get(m).footnote]
 
 
 def skipped_notes(skipped: dict[str, str]) -> list[str]:
