@@ -142,7 +142,7 @@ def main(argv=None):
     def refresh(partial):
         dmp.cfg["setting"] = "partial" if partial else "vanilla"
         n_s, n_t = args.n_source, args.n_target if partial else 0
-        reps = (n_s + n_t) / len(ds)
+        reps = (n_s + n_t) / (len(ds) * (2 if partial else 1))  # the partial pass covers ds as source and as target
         return timed(dmp.refresh_anchors, 3, warmup=1, device=device) * reps
 
     t_up = math.ceil(args.n_source / b)
