@@ -29,25 +29,27 @@ import sys
 from pathlib import Path
 
 from evidence_report import collect, collect_geometry, collect_prototypes, render
-from evidence_studies import ROOT, STUDIES, jobs_for
+from evidence_studies import ROOT, STUDIES, WEIGHTS, jobs_for
 
 sys.path.insert(0, str(ROOT))
 
 
-def pretrained_weights(out_root: Path) -> dict[str, str]:
+def pretrained_weights(out_root: Path, only=None) -> dict[str, str]:
     """The pre-trained small CNNs, made once (as the demo pipeline's demo_weights rule does): recipe ``demo``
     for the demo, ``digits`` for mnist_usps (``python -m dmp pretrain-demo --recipe ...``); and the demo images
-    (as the demo_data rule does)."""
+    (as the demo_data rule does). ``only``: the datasets to run (None: all); a recipe none of them uses is not
+    made."""
     from dmp.data import registry, splits
     from dmp.data.demo import generate
     from dmp.train.pretrain import pretrain_backbone
-    if not registry.data_root("demo").exists():
+    needed = {r for d, r in WEIGHTS.items() if not only or d in only}
+    if needed and not registry.data_root("demo").exists():
         generate(registry.data_root("demo"))
         splits.prepare("demo")
     paths = {}
     for recipe, name in (("demo", "smallcnn_demo.pt"), ("digits", "smallcnn_gn_digits.pt")):
         paths[recipe] = out_root.parent / "weights" / name
-        if not paths[recipe].exists():
+        if recipe in needed and not paths[recipe].exists():
             pretrain_backbone(paths[recipe], recipe)
     return {k: str(v) for k, v in paths.items()}
 
@@ -100,17 +102,18 @@ def main(argv=None):
     ap.add_argument("--study", nargs="+", default=["main"],
                     choices=STUDIES)
     ap.add_argument("--only", action="append", help="dataset(s) to run")
+    ap.add_argument("--method", action="append", help="method(s) to run (--study comparison; default: all)")
     ap.add_argument("--out", default=str(ROOT / "results" / "evidence" / "runs"))
     ap.add_argument("--report", default=str(ROOT / "docs" / "evidence.md"))
     ap.add_argument("--report-only", action="store_true", help="only rebuild the report from the runs on disk")
     args = ap.parse_args(argv)
     out_root = Path(args.out)
-    weights = {} if args.report_only else pretrained_weights(out_root)
+    weights = {} if args.report_only else pretrained_weights(out_root, args.only)
     if {"weak", "weak_variants"} & set(args.study) and not args.report_only:
         from weak_features import declare
         declare()
     jobs = [] if args.report_only else [(study, (cfg, out_root / out)) for study in args.study if study != "geometry"
-                                        for cfg, out in jobs_for(study, args.seeds, args.only, weights)]
+                                        for cfg, out in jobs_for(study, args.seeds, args.only, weights, args.method)]
     from tqdm import tqdm
     with cf.ProcessPoolExecutor(args.jobs) as pool:
         for _ in tqdm(pool.map(run_job, jobs), total=len(jobs), desc="evidence runs"):

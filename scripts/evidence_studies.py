@@ -11,7 +11,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 from dmp import methods  # noqa: E402
 
-STUDIES = ("main", "weak", "weak_variants", "anchors", "weights", "grid", "prototypes", "digits_init", "geometry")
+STUDIES = ("main", "weak", "weak_variants", "anchors", "weights", "grid", "prototypes", "digits_init", "geometry",
+           "comparison")
 
 NAMES = {m: methods.label(m) for m in methods.names()}  # the registry's labels (dmp/methods/)
 # source_only_bn: source-only whose BatchNorm statistics also see the target batches, as every DMP variant's do
@@ -56,6 +57,22 @@ WEAK = {"demo_pixels": DEMO_ALL, "demo_gradients": DEMO_ALL, "demo_bovw": DEMO_A
         "digits_bovw": DIGITS}
 
 
+# --study comparison: the comparison methods of the paper's tables (dmp/methods/, each with its own paper's
+# hyper-parameters: the registry's defaults, nothing tuned per task) on the main study's tasks, presets and seeds
+# 0..2, model at the last iteration; the report puts them beside the main study's runs of the same seeds. Listed in
+# the order they are run (each method's tasks and seeds complete before the next method starts).
+COMPARISON = [("office_caltech10", "vanilla", OC10, ["dann", "cdan_e", "safn", "cdan", "bsp_dann", "hafn"]),
+              ("demo", "vanilla", DEMO, ["dann", "cdan_e"]), ("demo", "partial", DEMO, ["pada"]),
+              ("mnist_usps", "vanilla", DIGITS, ["dann", "cdan_e"])]
+# The main study's rows each comparison table shows beside the comparison methods (the same seeds)
+COMPARISON_BASE = {"vanilla": ["source_only", "dmp_no_al", "dmp"], "partial": ["source_only", "dmp", "dmp_ent"]}
+# Published numbers on the same two digit datasets under their own protocol, quoted beside ours: (task, method) ->
+# accuracy (%), as printed in the digits table of Long et al., "Conditional Adversarial Domain Adaptation",
+# NeurIPS 2018 (its DANN row and its CDAN+E row).
+PUBLISHED = {("mnist_usps", "M->U", "dann"): 77.1, ("mnist_usps", "U->M", "dann"): 73.0,
+             ("mnist_usps", "M->U", "cdan_e"): 95.6, ("mnist_usps", "U->M", "cdan_e"): 98.0}
+
+
 # --study digits_init: how the digits CNN starts, for every method alike (the preset's row is the main study's runs)
 DIGITS_INIT = {"pre-trained, lr x1 (preset)": {}, "pre-trained, backbone lr x0.1": dict(backbone_lr_mult=0.1),
                "random init": dict(pretrained=False, weights_path=None)}
@@ -72,9 +89,9 @@ WEAK_VARIANTS = {"paper": {}, "k=3": dict(k=3), "lambda1=1": dict(lambda1=1.0),
                  "no-manifold-BN": dict(manifold_bn=False), "p-constant": dict(intra_grad_p=False)}
 
 
-def jobs_for(study: str, seeds: int | None, only, weights: dict[str, str]):
+def jobs_for(study: str, seeds: int | None, only, weights: dict[str, str], method_filter=None):
     """The (config, run folder) of every run of ``study``; ``seeds`` = None: 3 per task, the main study's demo
-    tables :data:`MAIN_SEEDS`."""
+    tables :data:`MAIN_SEEDS`; ``method_filter``: the methods to run (``--study comparison``; None: all)."""
     def job(dataset, setting, task, method, seed, variant="default", **extra):
         cfg = dict(dataset=dataset, setting=setting, source=task[0], target=task[1], method=method, seed=seed,
                    **extra)
@@ -84,16 +101,21 @@ def jobs_for(study: str, seeds: int | None, only, weights: dict[str, str]):
         return cfg, out
     other = seeds or 3  # seeds per task of the other studies
     if study == "main":
-        for dataset, setting, tasks, methods in MAIN:
+        for dataset, setting, tasks, names in MAIN:
             if not only or dataset in only:
                 n = seeds or MAIN_SEEDS.get(dataset, 3)
-                for task, method, seed in itertools.product(tasks, methods, range(n)):
+                for task, method, seed in itertools.product(tasks, names, range(n)):
                     yield job(dataset, setting, task, method, seed)
     elif study == "weak":
         for dataset, tasks in WEAK.items():
             for task, method, seed in itertools.product(tasks, VANILLA, range(other)):
                 if not only or dataset in only:
                     yield job(dataset, "vanilla", task, method, seed)
+    elif study == "comparison":
+        for dataset, setting, tasks, names in COMPARISON:
+            for method, task, seed in itertools.product(names, tasks, range(other)):
+                if (not only or dataset in only) and (not method_filter or method in method_filter):
+                    yield job(dataset, setting, task, method, seed)
     elif study == "digits_init":
         for task, method, (name, extra), seed in itertools.product(DIGITS, ["source_only", "dmp_no_al", "dmp"],
                                                                     list(DIGITS_INIT.items())[1:], range(other)):
