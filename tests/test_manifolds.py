@@ -406,3 +406,25 @@ def test_values_and_gradients_are_finite_on_degenerate_batches(pair):
         # symmetric up to round-off (the unsquared norms of AG/LE have an absolute floor ~sqrt(eps_float64 tr(A^2)))
         swapped = alignment_distance(metric, ht, hs, dim=dim).item()
         assert swapped == pytest.approx(value.item(), rel=1e-6, abs=1e-6 / d ** 2), metric
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch_pairs())
+def test_batched_device_path_is_finite_on_degenerate_batches(pair):
+    """The path a GPU takes (layers and domains stacked, one batched eigh: ``PER_MATRIX_ON_CPU = False``) on the
+    degenerate batches above, as two layers of different widths: finite values and gradients, never negative."""
+    from dmp.manifolds import spectral
+
+    hs, ht, dim = pair
+    half = max(1, hs.shape[1] // 2)
+    before, spectral.PER_MATRIX_ON_CPU = spectral.PER_MATRIX_ON_CPU, False
+    try:
+        for metric in METRICS:
+            a = [hs.clone().requires_grad_(), hs[:, :half].clone().requires_grad_()]
+            b = [ht.clone().requires_grad_(), ht[:, :half].clone().requires_grad_()]
+            value = alignment_distance(metric, a, b, dim=dim)
+            grads = torch.autograd.grad(value, a + b)
+            assert torch.isfinite(value) and value.item() >= 0.0, (metric, value)
+            assert all(torch.isfinite(g).all() for g in grads), metric
+    finally:
+        spectral.PER_MATRIX_ON_CPU = before
