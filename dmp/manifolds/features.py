@@ -5,6 +5,7 @@ import functools
 import numbers
 
 import torch
+import torch.nn.functional as F
 
 from .spectral import COMPUTE_DTYPE, batching
 
@@ -56,18 +57,25 @@ def as_layers(h_s, h_t) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     return h_s, h_t
 
 
-def domain_batches(h_s: list[torch.Tensor], h_t: list[torch.Tensor]) -> list[torch.Tensor]:
-    """The matrices the distances work on: where they are batched (:func:`~dmp.manifolds.spectral.batching`) and
-    ``n_s = n_t``, per layer one ``[2, n, d]`` stack (source, target); else per layer the source and the target
-    matrix ``[n, d]`` as they are."""
-    if batching(h_s[0]) and h_s[0].shape[0] == h_t[0].shape[0]:
-        return [torch.stack([a, b]) for a, b in zip(h_s, h_t)]
-    return [x for a, b in zip(h_s, h_t) for x in (a, b)]
+def domain_batches(h_s: list[torch.Tensor], h_t: list[torch.Tensor], merge_layers: bool = True) -> list[torch.Tensor]:
+    """The matrices the distances work on. Where they are batched (:func:`~dmp.manifolds.spectral.batching`) and
+    ``n_s = n_t``: one ``[2 L, n, D]`` batch (source and target of each layer in turn, every layer zero-padded to the
+    widest, ``D``: zero columns change no Gram matrix, projector or covariance spectrum) when ``merge_layers``, else
+    per layer one ``[2, n, d]`` stack. Otherwise per layer the source and the target matrix ``[n, d]`` as they are."""
+    if not (batching(h_s[0]) and h_s[0].shape[0] == h_t[0].shape[0]):
+        return [x for a, b in zip(h_s, h_t) for x in (a, b)]
+    if merge_layers and len(h_s) > 1:
+        width = max(h.shape[1] for h in h_s)
+        return [torch.stack([F.pad(x, (0, width - x.shape[1])) if x.shape[1] < width else x
+                             for a, b in zip(h_s, h_t) for x in (a, b)])]
+    return [torch.stack([a, b]) for a, b in zip(h_s, h_t)]
 
 
-def layer_pairs(batches: list[torch.Tensor], n_layers: int) -> list:
-    """Inverse of :func:`domain_batches` for per-matrix results: per layer the ``[2, ...]`` stack, or the pair
-    ``(source, target)``."""
+def layer_pairs(batches: list[torch.Tensor], n_layers: int):
+    """Inverse of :func:`domain_batches` for per-matrix results: ``[L, 2, ...]`` (one merged batch), or per layer the
+    ``[2, ...]`` stack, or per layer the pair ``(source, target)``; iterating gives each layer's pair."""
+    if len(batches) == 1 and n_layers > 1:
+        return batches[0].view(n_layers, 2, *batches[0].shape[1:])
     if len(batches) == n_layers:
         return list(batches)
     return [(batches[2 * l], batches[2 * l + 1]) for l in range(n_layers)]

@@ -36,10 +36,9 @@ def _normalised(hc: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
 
 def _projector_factors(h_s: list[torch.Tensor], h_t: list[torch.Tensor], dims: list[int]):
     """Per layer ``(Z, mu)``: ``P_x = Z_x^T Z_x`` (``Z_x = s(G_x) H_x`` ``[n_x, d]``, float64; ``mu_x [d]``), as
-    ``[2, ...]`` stacks (source, target) or pairs (:func:`~dmp.manifolds.features.layer_pairs`). The eigen-problems
-    of every layer and domain of the same size are one batch."""
-    batches = domain_batches(h_s, h_t)
-    per_batch = len(batches) // len(h_s)
+    :func:`~dmp.manifolds.features.layer_pairs` gives them. Where batched, the layers and domains are one batch (the
+    layers zero-padded to the widest) when their Grassmann dimensions agree."""
+    batches = domain_batches(h_s, h_t, merge_layers=len(set(dims)) == 1)
     hn, mu, grams = [], [], []
     for x in batches:
         hc, m = centred(x)
@@ -48,7 +47,7 @@ def _projector_factors(h_s: list[torch.Tensor], h_t: list[torch.Tensor], dims: l
         hn.append(h)
         mu.append(m)
         grams.append(symmetrize(gram) - 1.0 / gram.shape[-1])
-    spectra = [ProjectorSpectrum(dims[j // per_batch]) for j in range(len(batches))]
+    spectra = [ProjectorSpectrum(dims[j * len(dims) // len(batches)]) for j in range(len(batches))]
     z = [bmm(s, h) for s, h in zip(spectral_functions(grams, spectra), hn)]
     return layer_pairs(z, len(h_s)), layer_pairs(mu, len(h_s))
 

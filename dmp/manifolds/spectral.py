@@ -197,11 +197,16 @@ def frobenius_sq_diff(layers: list) -> tuple[torch.Tensor, torch.Tensor]:
     """``(||Z_s^T Z_s - Z_t^T Z_t||_F^2, round-off level)`` of each layer (``[L]`` each), by the expansion
     ``||Z_s Z_s^T||_F^2 + ||Z_t Z_t^T||_F^2 - 2 ||Z_s Z_t^T||_F^2`` (``n x n`` products only).
 
-    ``layers``: per layer, ``Z [2, n, d]`` (source and target stacked, ``n_s = n_t``) or a pair ``(Z_s [n_s, d],
-    Z_t [n_t, d])``. With stacked layers the squared norms of all layers are one reduction over ``[3 L, n, n]``.
+    ``layers``: ``Z [L, 2, n, d]`` (all layers, source and target stacked), or per layer ``Z [2, n, d]`` or a pair
+    ``(Z_s [n_s, d], Z_t [n_t, d])``. Stacked, the squared norms of all layers are one reduction.
     The three terms are computed by the same expression, so identical source and target give exactly 0.  The
     round-off level ``64 eps_float64 (ss + tt + 2 st)`` is what :func:`safe_sqrt` treats as zero."""
-    if all(isinstance(z, torch.Tensor) for z in layers):
+    if isinstance(layers, torch.Tensor):
+        flat = layers.flatten(0, 1)                                                   # [2 L, n, d]
+        products = torch.cat([bmm(flat, flat.mT), bmm(layers[:, 0], layers[:, 1].mT)])  # ss, tt per layer; st
+        sums = products.square().sum((-2, -1))
+        sums = torch.cat([sums[:-len(layers)].view(-1, 2), sums[-len(layers):].unsqueeze(1)], 1)
+    elif all(isinstance(z, torch.Tensor) for z in layers):
         products = torch.cat([p for z in layers for p in (bmm(z, z.mT), (z[0] @ z[1].mT).unsqueeze(0))])
         sums = products.square().sum((-2, -1)).view(len(layers), 3)
     else:
