@@ -133,7 +133,9 @@ def test_backbone_group_runs_at_its_multiple_of_the_annealed_lr(tmp_path):
 @pytest.mark.parametrize("setting", ["vanilla", "partial"])
 def test_full_anchor_passes_run_at_exactly_every_anchor_period(tmp_path, setting):
     """No-grad forwards before a training step are an anchor pass: they happen before steps 0, T_up, 2 T_up, ...
-    and read the source evaluation split (and, partial, the target evaluation split) whole."""
+    and read the source evaluation split (and, partial, the target evaluation split) whole, each sample once, in
+    shuffled batches of at most batch_size (anchor_bn: batch, the default: a class-sorted list read in order would
+    give BatchNorm single-class batches)."""
     task = unbalanced_task(eval_counts=((7, 5, 3, 2), (4, 6, 2, 3)))
     t = Trainer(resolve(tiny_cfg(setting=setting, anchor_period=3, iterations=8)), task, tmp_path, progress=False)
     fw = record_forwards(t.model)
@@ -150,14 +152,21 @@ def test_full_anchor_passes_run_at_exactly_every_anchor_period(tmp_path, setting
                     passes[step] = pending
                 pending = []
         else:
-            pending.append((names, len(f["x"])))
+            pending.append((names, f["x"]))
     assert sorted(passes) == [0, 3, 6], f"anchor passes before steps {sorted(passes)}, T_up = 3"
+    position = {x.numpy().tobytes(): i for i, x in enumerate(task.source_eval.x)}
     for it, batches in passes.items():
-        seen = {}
-        for names, n in batches:
+        seen, order = {}, []
+        for names, x in batches:
             assert len(names) == 1, f"an anchor batch before step {it} mixes {names}"
+            assert len(x) <= t.cfg["batch_size"], f"an anchor batch of {len(x)} > batch_size before step {it}"
             (name,) = names
-            seen[name] = seen.get(name, 0) + n
+            seen[name] = seen.get(name, 0) + len(x)
+            if name == "source_eval":
+                order += [position[r.numpy().tobytes()] for r in x]
+        assert sorted(order) == list(range(len(task.source_eval))), \
+            f"the anchor pass before step {it} did not read each source sample once"
+        assert order != sorted(order), f"the anchor pass before step {it} read the source in list order, not shuffled"
         want = {"source_eval": len(task.source_eval)}
         if setting == "partial":
             want["target_eval"] = len(task.target_eval)
@@ -237,7 +246,7 @@ def test_intra_class_term_sees_target_features_and_their_own_softmax(tmp_path, m
 def test_inter_class_term_and_cross_entropy_see_the_source_batch(tmp_path, monkeypatch):
     task = unbalanced_task()
     where = RowIndex(source=task.source_train, target=task.target_train)
-    cfg, t, fw, calls, ce, m = spied_run(tmp_path, monkeypatch, task, iterations=5)
+    cfg, t, fw, calls, ce, m = spied_run(tmp_path, monkeypatch, task, iterations=5, inter_absent="skip")
     inter = calls["inter_class_loss"]
     assert len(inter) == 2 * 5
     for call in inter:
@@ -247,10 +256,12 @@ def test_inter_class_term_and_cross_entropy_see_the_source_batch(tmp_path, monke
         names, labels = where.of(f["x"])
         assert names == {"source"}, f"the inter-class term got the features of a batch from {names}, not the source"
         assert torch.equal(y_s.cpu(), labels), "the inter-class term's labels are not the source batch's labels"
-        assert c == 4
+        assert c == 4, f"the inter-class term is told of {c} classes, the task has 4"
         assert torch.equal(mean, call["probe"]["anchors"]["means"][layer]), \
             f"layer {layer}: the inter-class anchor is not the current source mean of that layer"
-        assert call["kwargs"].get("absent", "zero") == cfg["inter_absent"]
+        assert call["kwargs"].get("absent", "zero") == cfg["inter_absent"], \
+            f"the inter-class term treats absent classes as {call['kwargs'].get('absent', 'zero')!r}, the config " \
+            f"says {cfg['inter_absent']!r}"
         g = (call["probe"].get("grad") or [None])[0]
         assert g is not None and bool(g.abs().sum() > 0), "no gradient reaches the source features (inter-class)"
         assert not mean.requires_grad, "the source-mean anchor carries a gradient"
@@ -278,8 +289,9 @@ def test_alignment_sees_both_domains_of_one_layer_weighted_in_partial(tmp_path, 
     assert len(align) == 2 * 5
     for call in align:
         got_metric, hs, ht = call["args"][:3]
-        assert got_metric == metric
-        assert call["kwargs"].get("dim") == 5 and call["kwargs"].get("eps") == cfg["le_eps"]
+        assert got_metric == metric, f"alignment with metric {got_metric!r}, the config says {metric!r}"
+        assert call["kwargs"].get("dim") == 5 and call["kwargs"].get("eps") == cfg["le_eps"], \
+            f"alignment called with {call['kwargs']}, the config's grassmann_dim = 5 and le_eps = {cfg['le_eps']}"
         ft, layer = producer(fw, ht)
         assert ft is not None and ft["grad"] and where.of(ft["x"])[0] == {"target"}, \
             "the alignment's second argument is not the target features"
