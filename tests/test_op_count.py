@@ -74,6 +74,31 @@ def test_discriminative_terms_of_all_layers_equal_the_sum_of_one_layer_calls():
         inter_class_loss(hs, y, means[:1], 5)
 
 
+@pytest.mark.parametrize("absent", ["zero", "skip"])
+def test_batched_discriminative_terms_equal_the_one_layer_calls(monkeypatch, absent):
+    """The path a GPU takes (layers zero-padded into one batch): the same values and gradients to float32 round-off."""
+    g = torch.Generator().manual_seed(6)
+    y = torch.tensor([0, 1, 1, 2, 4, 4, 0])
+    p = torch.softmax(torch.randn(7, 5, generator=g), 1).requires_grad_()
+    means = [torch.randn(d, generator=g) for d in (24, 12)]
+    class_means = [torch.randn(5, d, generator=g) for d in (24, 12)]
+    w = torch.rand(5, generator=g)
+    hs, ht = _layers(7, (24, 12), 7), _layers(7, (24, 12), 8)
+
+    def both():
+        value = inter_class_loss(hs, y, means, 5, absent=absent) + intra_class_loss(ht, p, class_means, k=2,
+                                                                                    class_weights=w)
+        return [value.detach()] + list(torch.autograd.grad(value, hs + ht + [p]))
+
+    per_layer = both()
+    monkeypatch.setattr(spectral, "PER_MATRIX_ON_CPU", False)
+    with oc.OpCounter() as counter:
+        batched = both()
+    assert counter.counts["mm"] == 0 and counter.counts["bmm"] > 0  # no per-layer product, forward or backward
+    for a, b in zip(batched, per_layer):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize("per_matrix", [False, True])
 def test_dmp_step_op_count_stays_below_the_bound(monkeypatch, per_matrix):
     """Extra ATen ops of a DMP step over the two-domain CE step, small model (the count does not depend on the

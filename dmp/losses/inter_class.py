@@ -7,6 +7,8 @@ import operator
 import torch
 import torch.nn.functional as F
 
+from ..manifolds.spectral import batching
+
 
 def _layers(h, anchors):
     """``(h, anchors)`` as equal-length lists of layers (a tensor is one layer)."""
@@ -21,6 +23,12 @@ def _layers(h, anchors):
 def _sum_layers(terms: list[torch.Tensor]) -> torch.Tensor:
     """``t_1 + t_2 + ...`` in layer order (the sum over the manifold layers of Eq. Objective)."""
     return functools.reduce(operator.add, terms)
+
+
+def padded_stack(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """``[L, ..., D]``: the tensors (one per manifold layer) zero-padded in their last dimension to the widest."""
+    width = max(t.shape[-1] for t in tensors)
+    return torch.stack([F.pad(t, (0, width - t.shape[-1])) if t.shape[-1] < width else t for t in tensors])
 
 
 def class_onehot(y: torch.Tensor, num_classes: int, dtype: torch.dtype) -> torch.Tensor:
@@ -88,6 +96,13 @@ def inter_class_loss(h_s, y_s: torch.Tensor, source_mean, num_classes: int,
     if m < 2:
         return layers[0].sum() * 0.0
     iu = torch.triu_indices(m, m, offset=1, device=layers[0].device)
+    if batching(layers[0]) and len(layers) > 1:  # a GPU: the layers zero-padded into one batch [L, c, D]
+        h, mean = padded_stack(layers), padded_stack([a.detach() for a in anchors])
+        centred = torch.bmm(onehot_t.expand(len(layers), -1, -1), h) / scale - mean.unsqueeze(1)
+        if absent == "skip":
+            centred = centred[:, present_idx]
+        unit = F.normalize(centred, dim=2, eps=eps)           # (zero columns change no norm)
+        return torch.bmm(unit, unit.mT)[:, iu[0], iu[1]].mean(1).sum()
     terms = []
     for h, mean in zip(layers, anchors):
         centred = (onehot_t @ h) / scale - mean.detach().unsqueeze(0)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .inter_class import _layers, _sum_layers
+from ..manifolds.spectral import batching
+from .inter_class import _layers, _sum_layers, padded_stack
 
 
 def intra_class_loss(h_t, p_t: torch.Tensor, class_means, k: int = 1,
@@ -41,6 +42,11 @@ def intra_class_loss(h_t, p_t: torch.Tensor, class_means, k: int = 1,
     chi = torch.zeros_like(p_t).scatter_(1, p_t.detach().topk(k, dim=1).indices, 1.0)  # shared by the layers
     p = p_t if grad_p else p_t.detach()
     w = None if class_weights is None else class_weights.detach().to(p_t.dtype).unsqueeze(0)
+    if batching(p_t) and len(layers) > 1:  # a GPU: the layers zero-padded into one batch [L, n, D]
+        s_w = torch.bmm(F.normalize(padded_stack(layers), dim=2, eps=eps),
+                        F.normalize(padded_stack([m.detach() for m in anchors]), dim=2, eps=eps).mT)  # [L, n, c]
+        terms = chi * p * s_w
+        return (-(terms if w is None else terms * w).sum((1, 2)) / (n * k)).sum()
     out = []
     for h, m in zip(layers, anchors):
         s_w = F.normalize(h, dim=1, eps=eps) @ F.normalize(m.detach(), dim=1, eps=eps).t()  # [n, c]
