@@ -136,6 +136,9 @@ def test_changed_config_refuses_to_resume(tmp_path):
 
 
 def test_dmp_beats_source_only_on_a_synthetic_shift(tmp_path):
+    """A smoke test (a statistical margin passes under many wrong implementations): the wiring, the anchors and
+    the metrics are checked against independent computations in test_wiring.py, test_anchors_independent.py and
+    test_metrics_unbalanced.py."""
     accs = {m: [] for m in ("source_only", "dmp")}
     for seed in range(3):
         for m in accs:
