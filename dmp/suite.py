@@ -526,7 +526,7 @@ def prepare(run_dir: str | os.PathLike, signature: str) -> bool:
     """Make ``run_dir`` safe to resume: if it holds files of a run with another signature (other code or
     arguments) or of unknown origin, remove them; then record ``signature``.  Returns True if something was
     removed."""
-    from .train.checkpoint import run_lock
+    from .run_lock import run_lock
 
     run_dir = Path(run_dir)
     with run_lock(run_dir):  # never under a training process

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from dmp.config import ConfigError
+from dmp.run_lock import RunFolderBusy
 from dmp.train import train
 from synthetic import shift_task, small_cfg
 
@@ -137,7 +138,7 @@ def test_a_second_process_on_the_same_folder_is_refused_at_once_whatever_its_con
     try:
         for cfg in (CFG, dict(CFG, lambda1=1.0, seed=3)):  # the same run, another run: both refused
             start = time.perf_counter()
-            with pytest.raises(ConfigError, match=re.escape(f"{tmp_path} is in use by another training process")):
+            with pytest.raises(RunFolderBusy, match=re.escape(f"{tmp_path} is in use by another training process")):
                 run(tmp_path, cfg)
             assert time.perf_counter() - start < 2
         assert files(tmp_path) == before  # nothing written, log.csv untouched
@@ -187,3 +188,20 @@ def test_the_command_line_refuses_a_busy_folder_with_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr == (f"error: {tmp_path / 'run'} is in use by another training process (it holds "
                            f"{tmp_path / 'run' / '.dmp-run.lock'}); wait until it ends or use another --out folder\n")
+
+
+def test_the_jobs_prepare_step_takes_the_run_lock_without_importing_torch(tmp_path):
+    """Every Snakemake train job starts with `python -m dmp.suite prepare` (under the run folder's lock): it must not
+    pay torch's import (seconds per job on a small machine)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from dmp import suite; suite.prepare(sys.argv[1], 'abc'); "
+            "print(sorted(m for m in ('torch', 'pandas') if m in sys.modules))")
+    from pathlib import Path
+
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "run")], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    assert (tmp_path / "run" / "suite_signature.txt").read_text() == "abc\n"
