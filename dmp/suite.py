@@ -484,8 +484,10 @@ def _data_version(registry, dataset: str, lists=None) -> str:
 def table_config_json(config: dict, table: str) -> str:
     """The part of a suite config that ``python -m dmp.tables build TABLE`` needs, as JSON (a rule parameter:
     the table is rebuilt when it changes).  The config's key order is kept: it is the order of the table's blocks and
-    rows (``python -m dmp.tables build --config`` reads the same YAML in the same order)."""
-    keys = ("results", "seeds", "class_labels")
+    rows (``python -m dmp.tables build --config`` reads the same YAML in the same order).  The keys that decide a
+    run's arguments (``train``, ``overrides``, ``demo_data``) come along: a table uses a metrics.json only if its
+    config is the one the suite's arguments resolve to (:meth:`Suite.expected_config`)."""
+    keys = ("results", "seeds", "class_labels", "demo_data", "train", "overrides")
     part = {k: config[k] for k in keys if k in config}
     part["tables"] = {table: config["tables"][table]}
     return json.dumps(part, separators=(",", ":"))
