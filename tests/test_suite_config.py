@@ -160,3 +160,21 @@ def test_the_signature_covers_the_keys_a_table_checks():
     base = signature()
     assert signature(anchor_bn="eval") != base and signature(lambda2=0) != base
     assert signature(checkpoint_every=7, num_workers=0) == base
+
+
+def test_a_tables_config_json_resolves_each_run_to_the_config_the_suite_trains():
+    """The table rule gets a part of the suite config as JSON: it must carry every key that decides a run's arguments
+    (``train``, ``overrides``, ``demo_data``), or the table expects another config and prints dashes."""
+    import json
+
+    from dmp.suite import table_config_json
+
+    cfg = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    cfg.update(train={**cfg["train"], "iterations": 20}, overrides=[{"when": {"method": "dann"}, "set": {"k": 2}}])
+    part = json.loads(table_config_json(cfg, "vanilla"))
+    full, table = Suite(cfg), Suite(part)
+    runs = full.table_runs("vanilla")
+    assert {r.method for r in runs} >= {"dann", "dmp"}
+    for run in runs:
+        assert table.expected_config(run) == full.expected_config(run), run
+    assert full.expected_config(runs[0])["iterations"] == 20
