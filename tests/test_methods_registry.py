@@ -123,6 +123,11 @@ def test_every_registered_method_trains_three_iterations(tmp_path, method, setti
     assert all(torch.isfinite(torch.tensor([float(v) for v in r.values()])).all() for r in rows)
     needs = m.needs(metrics["config"])
     assert (metrics["schedule"]["anchor_refreshes"] > 0) == needs.refreshes
+    if type(m).total is Method.total:  # the default objective: ce + the declared weights times the terms
+        w = m.weights(metrics["config"])
+        for r in rows:
+            expected = float(r["ce"]) + sum(w[t] * float(r[t]) for t in m.terms)
+            assert float(r["loss"]) == pytest.approx(expected, rel=1e-5, abs=1e-6)
 
 
 def test_source_only_has_no_target_terms_and_its_loss_is_the_cross_entropy(tmp_path):

@@ -188,3 +188,23 @@ def test_discriminative_terms_act_after_the_first_anchor_refresh(tmp_path, mode)
     first = 0 if mode == "full_pass" else 10
     assert all(float(r["inter"]) == 0 and float(r["intra"]) == 0 for r in rows[:first])
     assert all(float(r["inter"]) != 0 and float(r["intra"]) != 0 for r in rows[first:])
+
+
+def test_log_keeps_the_header_it_was_started_with(tmp_path):
+    """log.csv holds ``iteration, lr, loss, ce`` and the method's terms; a file written with other columns (a run
+    started before, e.g. source-only with DMP's four zero columns) keeps its header when cut back and appended to,
+    and a file cut to nothing takes the new run's header."""
+    from dmp.train.trainer import _append_log, _truncate_log, log_fields
+
+    assert log_fields("source_only") == ["iteration", "lr", "loss", "ce"]
+    assert log_fields("dmp") == ["iteration", "lr", "loss", "ce", "inter", "intra", "align", "entropy"]
+    path = tmp_path / "log.csv"
+    old = "iteration,lr,loss,ce,inter,intra,align,entropy\n" + "".join(
+        f"{i},0.001,{1 + i},{1 + i},0.0,0.0,0.0,0.0\n" for i in range(4))
+    path.write_text(old)
+    _truncate_log(path, 2)
+    _append_log(path, [{"iteration": 2, "lr": 0.001, "loss": 9.0, "ce": 9.0}], log_fields("source_only"))
+    assert path.read_text().splitlines() == old.splitlines()[:3] + ["2,0.001,9.0,9.0,0.0,0.0,0.0,0.0"]
+    _truncate_log(path, 0)
+    _append_log(path, [{"iteration": 0, "lr": 0.001, "loss": 1.0, "ce": 1.0}], log_fields("source_only"))
+    assert path.read_text().splitlines() == ["iteration,lr,loss,ce", "0,0.001,1.0,1.0"]
