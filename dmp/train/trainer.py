@@ -220,7 +220,8 @@ class Trainer:
         return [f.float() for f in feats], logits.float()
 
     def step(self, it, xs, ys, xt, log: bool = True):
-        """One iteration of Algorithm DMP. Returns the log row (floats) when ``log``, else None.
+        """One iteration of the method (Algorithm DMP for DMP): its terms and objective from a
+        :class:`~dmp.methods.StepContext`. Returns the log row (floats) when ``log``, else None.
 
         Reading a loss to the host waits for the device, so values are read on logging iterations only, in one
         transfer. A non-finite loss is recorded on the device every step (no wait) and raised when read: on a
