@@ -124,8 +124,8 @@ def comparison_section(df: pd.DataFrame) -> list[str]:
         avg = {m: _avg(g) for m, g in both.groupby("method")}
         lines += [f"### {dataset}, {setting}", "", f"Dataset version: {', '.join(part['dataset_version'].unique())}; "
                   f"{len(seeds)} seeds ({', '.join(map(str, seeds))}), {len(tasks)} tasks.", "", md, ""]
-        best = max((m for m in order if m in avg), key=avg.get)
-        notes = [f"Highest Avg: {NAMES[best]} ({avg[best]:.1f})."]
+        top = max(avg[m] for m in order if m in avg)
+        notes = [f"Highest Avg ({top:.1f}): {', '.join(NAMES[m] for m in order if avg.get(m) == top)}."]
         if "dmp" in avg:
             for m in (m for m in order if m in done):
                 below = [t for t in wins.columns if wins.loc["dmp", t] < wins.loc[m, t]]

@@ -52,4 +52,5 @@ def test_comparison_section_puts_the_main_study_beside_and_says_where_dmp_loses(
     assert "DMP against DANN: Avg +4.5; DMP lower on 1 of 2 tasks (U->M), and on 3 of 6 (task, seed)" in text
     # the published numbers, and ours minus them (DANN M->U 74.0 - 77.1, U->M 71.0 - 73.0)
     assert "DANN M->U 77.1 (ours 74.0, -3.1); DANN U->M 73.0 (ours 71.0, -2.0)" in text
+    assert "Highest Avg (77.0): DMP." in text
     assert "CDAN+E" not in text
