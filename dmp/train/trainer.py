@@ -30,6 +30,7 @@ from ..models import DMPNet, batch_statistics, build_backbone
 from ..weighting import class_weights
 from . import checkpoint as ckpt
 from . import snapshot
+from .devices import gpu_info
 from .evaluate import classification_report, interpolation_report, predict
 from .provenance import code_version, git_commit, packages
 from .schedule import lr_factor, schedule, set_lr
@@ -86,6 +87,7 @@ class Trainer:
         seed_everything(cfg["seed"], cfg["deterministic"])
         backbone, bdim = build_backbone(cfg["backbone"], cfg["pretrained"], cfg["weights_path"],
                                         in_channels=task.in_channels, in_dim=task.in_dim)
+        self.weights_file = getattr(backbone, "weights_file", None)  # hashed into metrics.json, whatever its route
         self.model = DMPNet(backbone, bdim, cfg["bottleneck_dims"], task.num_classes,
                             cfg["manifold_bn"]).to(self.device)
         # GPU execution (docs/benchmarks.md): NHWC convolutions for the ResNets and page-locked batches copied
@@ -453,9 +455,11 @@ class Trainer:
             "code_version": self.provenance[-1]["code_version"],
             "provenance": self.provenance,
             "dataset_version": task.dataset_version,
-            "weights_sha256": sha256_file(cfg["weights_path"]) if cfg["weights_path"] else None,
+            "weights_sha256": sha256_file(self.weights_file) if self.weights_file else None,
+            "weights_file": str(self.weights_file) if self.weights_file else None,
             "packages": packages(),
             "device": str(self.device),
+            "gpu": gpu_info(self.device),
             "threads": torch.get_num_threads(),
             "model_selection": "last iteration (no target labels used)",
             "accuracy_log": [{"iteration": int(i), "epoch": i / self.iters_per_epoch, "accuracy": a}
