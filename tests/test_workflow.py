@@ -163,6 +163,20 @@ def test_row_target_runs_only_that_row():
 
 
 @pytest.mark.slow
+def test_gpu_count_reaches_every_training_job_without_rerunning_anything():
+    """`--resources gpu=N` tells each train job N (DMP_GPU_SLOTS: it claims one of N devices, dmp/train/devices.py),
+    as a resource, not a parameter: the jobs' signatures are those of a call without it."""
+    cmds = {}
+    for extra in ([], ["--resources", "gpu=4"]):
+        proc = snakemake("-n", "-p", "row_vanilla_office31_dmp", *extra)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        cmds[len(extra)] = [c for c in proc.stdout.splitlines() if " -m dmp train " in c]
+    assert cmds[2] and all(" DMP_GPU_SLOTS=4 " in c for c in cmds[2])
+    assert all(" DMP_GPU_SLOTS=0 " in c for c in cmds[0])
+    assert [c.replace("DMP_GPU_SLOTS=4", "DMP_GPU_SLOTS=0") for c in cmds[2]] == cmds[0]
+
+
+@pytest.mark.slow
 def test_tables_without_runs_when_runs_are_not_required():
     proc = snakemake("-n", "table_time", "--config", "require_runs=False", "--quiet", "rules")
     assert proc.returncode == 0, proc.stdout + proc.stderr
