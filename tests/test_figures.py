@@ -318,6 +318,15 @@ def test_figures_config_is_checked_before_any_job():
     bad["figures"]["shared_classes"]["target_splits"] = ["partial", "first7"]  # no such split of the demo
     with pytest.raises(ValueError, match="figures.shared_classes.*first7"):
         FigurePlan(bad).validate()
+    # methods are the registry's: a comparison method plots, a misspelled one is refused naming the closest
+    cfg = load("demo.yaml")
+    cfg["figures"]["confusion"]["panels"][0]["method"] = "dann"
+    validate(cfg, str(schema))
+    FigurePlan(cfg).validate()
+    cfg["figures"]["confusion"]["panels"][0]["method"] = "dannn"
+    validate(cfg, str(schema))
+    with pytest.raises(ValueError, match=r"figures\.confusion.*'dannn'.*did you mean 'dann'"):
+        FigurePlan(cfg).validate()
 
 
 def test_demo_figures_add_only_a_handful_of_runs():
