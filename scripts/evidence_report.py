@@ -140,8 +140,8 @@ def comparison_section(df: pd.DataFrame) -> list[str]:
                 "28 x 28 images, LeNet trained from scratch): " + "; ".join(
                     f"{NAMES[m]} {t} {v:.1f} (ours {wins.loc[m, t]:.1f}, {wins.loc[m, t] - v:+.1f})"
                     for t, m, v in quoted) + ". Ours differ by protocol: the JDA subsets (2000 MNIST / 1800 USPS "
-                "samples; the target samples are both adapted to and evaluated on), 16 x 16 images, the digits preset's small "
-                "GroupNorm CNN pre-trained on the demo's shapes and its schedule, for every method alike.")
+                "samples; the target samples are both adapted to and evaluated on), 16 x 16 images, the digits "
+                "preset's small GroupNorm CNN pre-trained on the demo's shapes and its schedule, for every method alike.")
         for m in done:
             if methods.get(m).footnote:
                 footnotes[m] = methods.get(m).footnote
