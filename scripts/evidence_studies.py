@@ -66,11 +66,12 @@ COMPARISON = [("office_caltech10", "vanilla", OC10, ["dann", "cdan_e", "safn", "
               ("mnist_usps", "vanilla", DIGITS, ["dann", "cdan_e"])]
 # The main study's rows each comparison table shows beside the comparison methods (the same seeds)
 COMPARISON_BASE = {"vanilla": ["source_only", "dmp_no_al", "dmp"], "partial": ["source_only", "dmp", "dmp_ent"]}
-# Published numbers on the same two digit datasets under their own protocol, quoted beside ours: (task, method) ->
-# accuracy (%), as printed in the digits table of Long et al., "Conditional Adversarial Domain Adaptation",
-# NeurIPS 2018 (its DANN row and its CDAN+E row).
-PUBLISHED = {("mnist_usps", "M->U", "dann"): 77.1, ("mnist_usps", "U->M", "dann"): 73.0,
-             ("mnist_usps", "M->U", "cdan_e"): 95.6, ("mnist_usps", "U->M", "cdan_e"): 98.0}
+# Published numbers on the same data under their own protocol, quoted beside ours: (dataset, task, method) ->
+# accuracy (%) exactly as printed, with the source in PUBLISHED_SOURCE. Empty: the digits tables of the comparison
+# methods' papers (e.g. Long et al., "Conditional Adversarial Domain Adaptation", NeurIPS 2018) could not be checked
+# against the papers offline, and no number is quoted unchecked.
+PUBLISHED: dict[tuple[str, str, str], float] = {}
+PUBLISHED_SOURCE = {}
 
 
 # --study digits_init: how the digits CNN starts, for every method alike (the preset's row is the main study's runs)
