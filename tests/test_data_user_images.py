@@ -307,28 +307,34 @@ def test_extract_features_of_a_user_dataset_is_declared_beside_it(user, monkeypa
 
 # ----------------------------------------------------------------------------------------------- snakemake
 @pytest.mark.slow
-def test_a_folder_dataset_runs_through_snakemake_to_a_table(tmp_path, monkeypatch):
-    """A fresh user: the dataset declared and its data kept outside the checkout (DMP_DATASETS_DIR,
-    DMP_DATA_DIR), fetched (lock and lists written beside the declaration), then `snakemake all_tables`."""
+def test_a_folder_and_a_list_dataset_run_through_snakemake_to_a_table(tmp_path, monkeypatch):
+    """A fresh user: two datasets declared and their data kept outside the checkout (DMP_DATASETS_DIR,
+    DMP_DATA_DIR), a folder one (DomainBed's layout) and a list one (DomainNet's), fetched (lock and lists written
+    beside each declaration), then one `snakemake all_tables` whose table holds a row of each."""
     decl, data, results = tmp_path / "decl", tmp_path / "data", tmp_path / "results"
-    (decl / "mine").mkdir(parents=True)
-    (decl / "mine" / "dataset.yaml").write_text(FOLDERS_YAML)
-    make_folders(data / "mine")
+    for name, text, make in (("mine", FOLDERS_YAML, make_folders), ("mylists", LISTS_YAML, make_lists)):
+        (decl / name).mkdir(parents=True)
+        (decl / name / "dataset.yaml").write_text(text)
+        make(data / name)
     monkeypatch.setenv("DMP_DATASETS_DIR", str(decl))
     monkeypatch.setenv("DMP_DATA_DIR", str(data))
-    assert _data("fetch", "mine") == 0
-    assert (decl / "mine" / "lists" / "photo_full.txt").is_file() and (decl / "mine" / "lock.json").is_file()
+    for name in ("mine", "mylists"):
+        assert _data("fetch", name) == 0
+        assert (decl / name / "lock.json").is_file()
+    assert (decl / "mine" / "lists" / "photo_full.txt").is_file()
     cfg = _suite_config("mine", "S->P", results)
     cfg["data_dir"] = str(data)
     cfg["tables"]["vanilla"]["methods"] = ["dmp"]
+    cfg["tables"]["vanilla"]["datasets"]["mylists"] = {"tasks": ["c->r"]}
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump(cfg))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "all_tables", "--configfile",
                            str(tmp_path / "mine.yaml")], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     table = (results / "tables" / "vanilla.md").read_text()
-    assert "| DMP " in table and "S->P" in table
-    metrics = json.loads(next((results / "runs" / "mine").rglob("metrics.json")).read_text())
-    assert metrics["status"] == "complete" and metrics["class_names"] == ["The_Eiffel_Tower", "cat", "dog"]
+    assert "| DMP " in table and "S->P" in table and "c->r" in table
+    classes = {p.parts[len(results.parts) + 1]: json.loads(p.read_text())["class_names"]
+               for p in (results / "runs").rglob("metrics.json")}
+    assert classes == {"mine": ["The_Eiffel_Tower", "cat", "dog"], "mylists": list(LIST_CLASSES)}
 
 
 def test_before_the_first_fetch_the_suite_validates_and_data_list_says_where_the_classes_come_from(user, capsys):
