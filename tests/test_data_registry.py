@@ -52,7 +52,11 @@ def test_unknown_dataset_lists_known_names():
 def test_data_root_default_and_env(monkeypatch, tmp_path):
     monkeypatch.delenv("DMP_DATA_DIR", raising=False)
     assert registry.data_root("office31") == registry.PROJECT / "datasets" / "office31" / "data"
-    assert registry.data_root("mnist_usps") == (registry.PROJECT / "../shared/data/mnist_usps").resolve()
+    shared = (registry.PROJECT / "../shared/data/mnist_usps").resolve()
+    local = registry.dataset_dir("mnist_usps") / "data"
+    # a read-only copy beside the checkout is used where there is one and nothing was fetched; else the normal root
+    want = shared if shared.is_dir() and not local.exists() else local
+    assert registry.data_root("mnist_usps") == want
     monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path))
     assert registry.data_root("office31") == tmp_path / "office31"
     assert registry.download_dir("office31") == tmp_path / "downloads" / "office31"

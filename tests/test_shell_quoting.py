@@ -46,7 +46,7 @@ def test_every_demo_command_keeps_paths_and_values_as_one_word(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     commands = shell_commands(proc.stdout)
     train = [c for c in commands if " -m dmp train " in c]
-    assert len(train) == 50 and len([c for c in commands if "-m dmp.tables build" in c]) == 6
+    assert len(train) == 62 and len([c for c in commands if "-m dmp.tables build" in c]) == 6
     for cmd in commands:
         words = shlex.split(cmd)
         assert not any(w.startswith("b;touch") or w == "touch" for w in words), cmd
