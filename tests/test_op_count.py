@@ -1,27 +1,19 @@
 """The DMP step's ATen operation count (issue 21): the CPU proxy of the kernel launches a GPU step pays for on the
 host. Counts, never times (benchmarks/op_count.py measures the paper-sized figures; docs/benchmarks.md)."""
-import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
+
+from scripts_module import load_script
 
 from dmp import manifolds
 from dmp.losses import inter_class_loss, intra_class_loss
 from dmp.manifolds import spectral
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 ISSUE_COUNT = 843  # extra ops per DMP step when issue 21 was filed (ResNet-50 or identity: the losses' share)
 
 
-def _op_count():
-    spec = importlib.util.spec_from_file_location("op_count", BENCH / "op_count.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-oc = _op_count()
+oc = load_script("op_count", "benchmarks")
 
 
 def _layers(n, widths, seed):

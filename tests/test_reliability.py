@@ -12,6 +12,7 @@ import yaml
 from dmp.cli import main
 from dmp.config import ConfigError, check_values, resolve
 from dmp.suite import Suite
+from test_cli_errors import cli_error
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
@@ -27,13 +28,6 @@ BAD = [("betas=[2, 3]", "betas", "two numbers in [0, 1)"),
        ("target_split=bogus", "target_split", "full, partial, first<N> or n<K>")]
 
 
-def cli_error(capsys, *argv) -> str:
-    with pytest.raises(SystemExit) as exit_:
-        main(list(argv))
-    assert exit_.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
-    return err
 
 
 @pytest.mark.parametrize("override, key, expect", BAD)

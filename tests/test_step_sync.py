@@ -2,23 +2,13 @@
 ``if tensor`` (``aten::_local_scalar_dense``), no op whose output shape depends on the data (``nonzero``, boolean-mask
 indexing, ``unique``...). Each of these waits for the GPU; on the CPU they are counted by a ``TorchDispatchMode``
 (benchmarks/op_count.py), so the check needs no GPU."""
-import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+from scripts_module import load_script
 
-
-def _op_count():
-    spec = importlib.util.spec_from_file_location("op_count", BENCH / "op_count.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-oc = _op_count()
+oc = load_script("op_count", "benchmarks")
 
 
 def test_counter_sees_every_kind_of_host_read():
