@@ -5,6 +5,7 @@ not clean); ``dvc repro`` builds the demo data and
 its lists, ``dvc push`` stores it in a local-folder remote, ``dvc pull`` restores identical content."""
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -16,8 +17,10 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from data_fixtures import isolated  # noqa: F401 (fixture)
+from test_data_user_images import FOLDER_COUNTS, FOLDERS_YAML, _zip, make_folders
 
-from dmp.data import declare, registry
+from dmp.data import cli, declare, registry
 
 BIN = Path(sys.executable).parent
 DVC = shutil.which("dvc", path=str(BIN)) or shutil.which("dvc")
@@ -29,12 +32,19 @@ def _tree_hashes(root: Path) -> dict[str, str]:
 
 
 def test_stages_depend_on_data_declarations_not_code():
-    stages = yaml.safe_load((registry.PROJECT / "dvc.yaml").read_text())["stages"]
+    dvc_yaml = yaml.safe_load((registry.PROJECT / "dvc.yaml").read_text())
+    stages = dvc_yaml["stages"]
     deps = [d for s in stages.values() for d in (s.get("do", s)).get("deps", [])]
     assert deps and not [d for d in deps if d.startswith("dmp/")]
     assert "datasets/${item}/source.json" in stages["fetch"]["do"]["deps"]
     assert "datasets/${item}/splits.json" in stages["prepare"]["do"]["deps"]
-    for name in stages["fetch"]["foreach"] + stages["prepare"]["foreach"]:
+    # which datasets have stages is the registry's answer (datasets/dvc_stages.yaml), not a list in dvc.yaml
+    assert dvc_yaml["vars"] == [f"datasets/{declare.STAGES_FILE}"]
+    assert stages["fetch"]["foreach"] == "${fetch}" and stages["prepare"]["foreach"] == "${prepare}"
+    lists = yaml.safe_load((registry.DATASETS_DIR / declare.STAGES_FILE).read_text())
+    assert lists == {"fetch": ["office31", "officehome", "imageclef", "visda2017"],
+                     "prepare": ["office31", "officehome", "imageclef", "visda2017", "demo"]}
+    for name in lists["fetch"] + lists["prepare"]:
         assert (registry.dataset_dir(name) / "source.json").is_file(), name
 
 
@@ -43,6 +53,48 @@ def test_committed_declarations_are_current():
     for name in declare.declared():
         for path, text in declare.render(name).items():
             assert path.is_file() and path.read_text() == text, f"{path} is stale: run python -m dmp data declare"
+    stages = registry.DATASETS_DIR / declare.STAGES_FILE
+    assert stages.read_text() == declare.render_stages(), f"{stages} is stale: run python -m dmp data declare"
+
+
+def _declare(capsys) -> str:
+    parser = argparse.ArgumentParser()
+    cli.add_subparsers(parser.add_subparsers(dest="command"))
+    assert cli.main(parser.parse_args(["data", "declare"])) == 0
+    return capsys.readouterr().out
+
+
+def test_a_dataset_declared_in_the_checkout_gets_its_stages(isolated, monkeypatch, capsys):
+    """In a temporary copy of the declarations (``isolated``): a lab's image datasets declared in the checkout's
+    datasets/ get fetch@/prepare@ stages (fetch only with archives to download); one declared outside the checkout,
+    one whose images live elsewhere and a broken one get none, each with a one-line reason; the declaration of
+    classes read from the data does not change when the data arrives."""
+    committed = yaml.safe_load((registry.PROJECT / "datasets" / declare.STAGES_FILE).read_text())
+    datasets, lab = registry.DATASETS_DIR, isolated.path / "lab"
+    archive = "archives:\n  - {file: mine.zip, urls: [http://127.0.0.1:9/mine.zip]}\n"
+    for folder, name, text in ((datasets, "mine", FOLDERS_YAML + archive), (datasets, "placed", FOLDERS_YAML),
+                               (datasets, "elsewhere", FOLDERS_YAML + f"root: {isolated.path / 'imgs'}\n"),
+                               (datasets, "broken", "kind: images\n"), (lab, "labs", FOLDERS_YAML + archive),
+                               (datasets, "feats", "kind: features\nclasses: [a]\ndomains: [{name: x, file: x.npz}]\n")):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "dataset.yaml").write_text(text)
+    monkeypatch.setenv("DMP_DATASETS_DIR", str(lab))
+    monkeypatch.delenv("DMP_DATA_DIR")  # the data root the stages' outputs name: datasets/<name>/data
+    out = _declare(capsys)
+    lists = yaml.safe_load((datasets / declare.STAGES_FILE).read_text())
+    assert lists == {"fetch": committed["fetch"] + ["mine"], "prepare": committed["prepare"] + ["mine", "placed"]}
+    reasons = dict(line.split(": no DVC stage in this repository: ") for line in out.splitlines()
+                   if ": no DVC stage" in line)
+    assert sorted(reasons) == ["broken", "elsewhere", "labs"]
+    assert reasons["labs"].startswith(f"declared in {lab / 'labs'}, outside this checkout")
+    assert str(isolated.path / "imgs") in reasons["elsewhere"] and "cannot be read" in reasons["broken"]
+    source = json.loads((datasets / "mine" / "source.json").read_text())
+    assert source["classes"] == [] and source["classes_from"] == "folders"
+    assert json.loads((datasets / "mine" / "splits.json").read_text())["partial_classes"] == ["cat", "dog"]
+    assert (datasets / "placed" / "source.json").is_file() and not (datasets / "labs" / "source.json").exists()
+    make_folders(datasets / "mine" / "data")  # the data arrives: the declarations DVC depends on stay as they are
+    assert registry.get_dataset("mine").classes == ("The_Eiffel_Tower", "cat", "dog")
+    assert declare.write() == []
 
 
 @pytest.fixture
@@ -58,6 +110,7 @@ def repo(tmp_path):
         for f in ("source.json", "splits.json"):
             (repo / "datasets" / name).mkdir(parents=True, exist_ok=True)
             shutil.copy2(src / "datasets" / name / f, repo / "datasets" / name / f)
+    shutil.copy2(src / "datasets" / declare.STAGES_FILE, repo / "datasets" / declare.STAGES_FILE)
     shutil.copytree(src / "datasets" / "demo" / "lists", repo / "datasets" / "demo" / "lists")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DMP_", "DVC_", "GIT_"))}
     env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(repo), DVC_NO_ANALYTICS="1",
@@ -116,3 +169,39 @@ def test_dvc_repro_push_pull_round_trip(repo, tmp_path):
     shutil.rmtree(root / ".dvc" / "cache")
     repo.run(DVC, "pull", "demo")
     assert _tree_hashes(data) == before
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(DVC is None or shutil.which("git") is None, reason="dvc or git not installed")
+def test_a_dataset_declared_in_the_checkout_is_reproduced_pushed_and_pulled_by_dvc(repo, tmp_path):
+    """A lab's own image dataset in a fresh clone, as a built-in: ``datasets/mine/dataset.yaml`` (its archive
+    placed by hand in its downloads folder), ``data declare`` gives it stages, ``dvc repro prepare@mine`` fetches,
+    locks and lists it, ``dvc push`` stores it and ``dvc pull`` restores the same bytes."""
+    root = repo.path
+    make_folders(tmp_path / "staging")
+    (root / "datasets" / "mine" / "downloads").mkdir(parents=True)
+    (root / "datasets" / "mine" / "downloads" / "mine.zip").write_bytes(_zip(
+        {f"mine/{p.relative_to(tmp_path / 'staging').as_posix()}": p.read_bytes()
+         for p in sorted((tmp_path / "staging").rglob("*.png"))}))
+    (root / "datasets" / "mine" / "dataset.yaml").write_text(FOLDERS_YAML + "archives:\n  - {file: mine.zip}\n")
+    out = repo.run(sys.executable, "-m", "dmp", "data", "declare")
+    assert "datasets/mine/source.json" in out and f"datasets/{declare.STAGES_FILE}" in out
+    assert {"fetch@mine", "prepare@mine"} <= set(repo.run(DVC, "stage", "list", "--name-only").split())
+    (root / ".dvc" / "config.local").write_text(f"[core]\n    remote = lab\n['remote \"lab\"']\n"
+                                                f"    url = {tmp_path / 'remote'}\n")
+    out = repo.run(DVC, "repro", "prepare@mine")
+    assert "Running stage 'fetch@mine'" in out and "Running stage 'prepare@mine'" in out
+    data = root / "datasets" / "mine" / "data"
+    before = _tree_hashes(data)
+    assert len(before) == sum(n for per in FOLDER_COUNTS.values() for n in per.values())
+    lock = json.loads((root / "datasets" / "mine" / "lock.json").read_text())
+    assert lock["counts"] == {d: dict(sorted(c.items())) for d, c in FOLDER_COUNTS.items()}
+    photo = (root / "datasets" / "mine" / "lists" / "photo_partial.txt").read_text().splitlines()
+    assert len(photo) == FOLDER_COUNTS["photo"]["cat"] + FOLDER_COUNTS["photo"]["dog"]
+    assert {"fetch@mine", "prepare@mine"} <= set(yaml.safe_load((root / "dvc.lock").read_text())["stages"])
+    repo.run(DVC, "push", "fetch@mine")
+    shutil.rmtree(data)
+    shutil.rmtree(root / ".dvc" / "cache")
+    repo.run(DVC, "pull", "fetch@mine")
+    assert _tree_hashes(data) == before
+    assert json.loads(repo.run(DVC, "status", "--json", "prepare@mine")) == {}

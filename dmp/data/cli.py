@@ -34,8 +34,10 @@ def add_subparsers(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--splits", nargs="+", default=None,
                    help="splits to write (full, partial, first<N>, n<K>); default: the dataset's protocol splits")
     p = sub.add_parser("declare", help="rewrite datasets/<name>/source.json and splits.json from the registry "
-                                       "(the inputs of the DVC stages)")
-    p.add_argument("names", nargs="*", help="datasets (default: every built-in image dataset)")
+                                       "(the inputs of the DVC stages) and datasets/dvc_stages.yaml (which datasets "
+                                       "have stages)")
+    p.add_argument("names", nargs="*", help="datasets (default: every built-in image dataset and every "
+                                            "datasets/<name>/dataset.yaml of kind images)")
     p = sub.add_parser("demo", help="generate the demo dataset and its lists")
     p.add_argument("--root", default=None, help="output folder (default: registry data_root('demo'))")
     p.add_argument("--no-lists", action="store_true", help="do not (re)write datasets/demo/lists")
@@ -117,6 +119,8 @@ def main(args) -> int:
         elif cmd == "declare":
             written = declare.write(args.names or None)
             print(f"declarations: {len(written)} file(s) rewritten" + "".join(f"\n  {p}" for p in written))
+            for name, why in declare.stage_lists()[1].items():  # a lab's dataset DVC cannot version from here
+                print(f"{name}: no DVC stage in this repository: {why}")
         elif cmd == "demo":
             from pathlib import Path
 

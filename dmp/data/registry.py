@@ -80,9 +80,10 @@ def broken_declarations() -> dict[str, str]:
     return {n: s.reason for n, s in _all_specs().items() if isinstance(s, BrokenDeclaration)}
 
 
-def get_dataset(name: str) -> DatasetSpec:
+def get_dataset(name: str, classes_from_data: bool = True) -> DatasetSpec:
     """The registered dataset ``name``; an unknown name raises KeyError listing the known ones, a broken
-    declaration ValueError with its one-line reason."""
+    declaration ValueError with its one-line reason. ``classes_from_data=False``: a user image dataset as declared,
+    its classes not yet read from the data (the DVC declarations, which must not change when the data arrives)."""
     specs = _all_specs()
     if name not in specs:
         raise KeyError(f"unknown dataset {name!r}; known datasets: {', '.join(specs)} (user declarations: "
@@ -90,7 +91,7 @@ def get_dataset(name: str) -> DatasetSpec:
     if isinstance(specs[name], BrokenDeclaration):
         raise ValueError(specs[name].reason)
     spec = specs[name]
-    if spec.classes_from and not spec.classes:  # a user image dataset's classes, read from its data once in place
+    if classes_from_data and spec.classes_from and not spec.classes:  # a user dataset's classes, from its data
         spec = dataclasses.replace(spec, classes=data_classes(spec, _root(spec)))
         if spec.classes and spec.partial_names:
             spec = dataclasses.replace(spec, partial_classes=partial_indices(
