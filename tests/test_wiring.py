@@ -7,7 +7,9 @@ against what the objective and the schedule say, not against the implementation 
    and labels, the inter-class term the source features and labels with the source-mean anchor, the intra-class
    term the target features and the softmax of the same target forward with the class-mean anchors (no gradient
    into the anchors, gradient into the target features and, when configured, the predictions), the alignment the
-   source and target features of one layer, and each term's output receives exactly its lambda from the loss;
+   source and target features of the same layer, and each term's output receives exactly its lambda from the
+   loss. Each term is called once per step with the lists of all the manifold layers (one batched computation):
+   the l-th entry of every list must be layer l's;
 4. the lr of every logged row is the schedule's formula at that iteration, and the anchors are refreshed at
    exactly the iterations of the anchor period.
 """
@@ -187,8 +189,9 @@ def spied_run(tmp_path, monkeypatch, task, **over):
 
     def probe(args, kwargs, out):
         found = {"anchors": anchors_now() if t.anchors.ready else None}
-        if out.requires_grad:  # which inputs the term sends a gradient to (before the trainer's backward)
-            found["grad"] = [grad_wrt(out, a) if isinstance(a, torch.Tensor) and a.requires_grad else None
+        if out.requires_grad:  # which inputs (each layer of a list) the term sends a gradient to
+            found["grad"] = [[grad_wrt(out, x) if x.requires_grad else None for x in a] if isinstance(a, list)
+                             else grad_wrt(out, a) if isinstance(a, torch.Tensor) and a.requires_grad else None
                              for a in args]
         return found
 
@@ -206,6 +209,17 @@ def grad_wrt(out, tensor):
     return g
 
 
+def per_layer(arg, n_layers, what):
+    """The list of one tensor per manifold layer a term received as ``arg``."""
+    assert isinstance(arg, (list, tuple)) and len(arg) == n_layers, \
+        f"the {what} is not a list of the {n_layers} manifold layers: {type(arg).__name__}"
+    return list(arg)
+
+
+def reaches(g) -> bool:
+    return g is not None and bool(g.abs().sum() > 0)
+
+
 @pytest.mark.parametrize("grad_p", [True, False])
 def test_intra_class_term_sees_target_features_and_their_own_softmax(tmp_path, monkeypatch, grad_p):
     task = unbalanced_task()
@@ -214,29 +228,34 @@ def test_intra_class_term_sees_target_features_and_their_own_softmax(tmp_path, m
                                         intra_grad_p=grad_p, k=2)
     intra = calls["intra_class_loss"]
     dims = cfg["bottleneck_dims"]
-    assert len(intra) == len(dims) * (6 - 2), f"{len(intra)} intra-class calls, expected one per layer and step " \
-                                              f"from iteration 2"
+    assert len(intra) == 6 - 2, f"{len(intra)} intra-class calls, expected one per step from iteration 2"
     for call in intra:
         (h_t, p_t, class_means), kw = call["args"][:3], call["kwargs"]
-        f, layer = producer(fw, h_t)
-        assert f is not None and f["grad"], "the intra-class term's features are no training forward's output"
-        names, _ = where.of(f["x"])
-        assert names == {"target"}, f"the intra-class term got the features of a batch from {names}, not the target"
-        torch.testing.assert_close(p_t, torch.softmax(f["logits"], 1), rtol=0, atol=0,
-                                   msg="p_t is not the softmax of the model on the same target batch")
-        assert torch.equal(class_means, call["probe"]["anchors"]["class_means"][layer]), \
-            f"layer {layer}: the intra-class term's anchors are not the current source class means of that layer"
-        assert not class_means.requires_grad, "the class-mean anchors carry a gradient"
+        h_t, class_means = per_layer(h_t, len(dims), "target features"), per_layer(class_means, len(dims), "anchors")
+        forwards = set()
+        for l, (h, means) in enumerate(zip(h_t, class_means)):
+            f, layer = producer(fw, h)
+            assert f is not None and f["grad"], "the intra-class term's features are no training forward's output"
+            assert layer == l, f"the intra-class term's layer {l} holds the features of layer {layer}"
+            names, _ = where.of(f["x"])
+            assert names == {"target"}, f"the intra-class term got the features of a batch from {names}, not the " \
+                                        f"target"
+            torch.testing.assert_close(p_t, torch.softmax(f["logits"], 1), rtol=0, atol=0,
+                                       msg="p_t is not the softmax of the model on the same target batch")
+            forwards.add(id(f))
+            assert torch.equal(means, call["probe"]["anchors"]["class_means"][l]), \
+                f"layer {l}: the intra-class term's anchors are not the current source class means of that layer"
+            assert not means.requires_grad, "the class-mean anchors carry a gradient"
+        assert len(forwards) == 1, "the intra-class term's layers come from different forwards"
         k = call["args"][3] if len(call["args"]) > 3 else kw.get("k", 1)
         assert k == 2, f"the intra-class term's Top-k is {k}, the config's k is 2"
         w = kw.get("class_weights")
         assert w is not None and torch.allclose(w.cpu(), torch.full((4,), 0.25)), \
             f"vanilla intra-class weights should be 1/c (Eq. ClassWeight), got {w}"
-        grads = call["probe"].get("grad") or [None] * 3
-        assert grads[0] is not None and bool(grads[0].abs().sum() > 0), \
-            "no gradient reaches the target features through the intra-class term"
-        gp = grads[1]
-        reaches_p = gp is not None and bool(gp.abs().sum() > 0)
+        grads = call["probe"].get("grad") or [[None] * len(dims), None, None]
+        assert all(reaches(g) for g in grads[0]), \
+            "no gradient reaches the target features (of every layer) through the intra-class term"
+        reaches_p = reaches(grads[1])
         assert reaches_p == grad_p, f"intra_grad_p={grad_p} but the gradient into p_t {'does' if reaches_p else 'does not'}" \
                                     f" flow"
         assert call["grads"] == [pytest.approx(3.0)], \
@@ -248,23 +267,28 @@ def test_inter_class_term_and_cross_entropy_see_the_source_batch(tmp_path, monke
     where = RowIndex(source=task.source_train, target=task.target_train)
     cfg, t, fw, calls, ce, m = spied_run(tmp_path, monkeypatch, task, iterations=5, inter_absent="skip")
     inter = calls["inter_class_loss"]
-    assert len(inter) == 2 * 5
+    n_layers = len(cfg["bottleneck_dims"])
+    assert len(inter) == 5, f"{len(inter)} inter-class calls in 5 steps, expected one per step"
     for call in inter:
-        h_s, y_s, mean, c = call["args"][:4]
-        f, layer = producer(fw, h_s)
-        assert f is not None and f["grad"], "the inter-class term's features are no training forward's output"
-        names, labels = where.of(f["x"])
-        assert names == {"source"}, f"the inter-class term got the features of a batch from {names}, not the source"
-        assert torch.equal(y_s.cpu(), labels), "the inter-class term's labels are not the source batch's labels"
+        h_s, y_s, means, c = call["args"][:4]
+        h_s, means = per_layer(h_s, n_layers, "source features"), per_layer(means, n_layers, "anchors")
+        for l, (h, mean) in enumerate(zip(h_s, means)):
+            f, layer = producer(fw, h)
+            assert f is not None and f["grad"], "the inter-class term's features are no training forward's output"
+            assert layer == l, f"the inter-class term's layer {l} holds the features of layer {layer}"
+            names, labels = where.of(f["x"])
+            assert names == {"source"}, f"the inter-class term got the features of a batch from {names}, not the " \
+                                        f"source"
+            assert torch.equal(y_s.cpu(), labels), "the inter-class term's labels are not the source batch's labels"
+            assert torch.equal(mean, call["probe"]["anchors"]["means"][l]), \
+                f"layer {l}: the inter-class anchor is not the current source mean of that layer"
+            assert not mean.requires_grad, "the source-mean anchor carries a gradient"
         assert c == 4, f"the inter-class term is told of {c} classes, the task has 4"
-        assert torch.equal(mean, call["probe"]["anchors"]["means"][layer]), \
-            f"layer {layer}: the inter-class anchor is not the current source mean of that layer"
         assert call["kwargs"].get("absent", "zero") == cfg["inter_absent"], \
             f"the inter-class term treats absent classes as {call['kwargs'].get('absent', 'zero')!r}, the config " \
             f"says {cfg['inter_absent']!r}"
-        g = (call["probe"].get("grad") or [None])[0]
-        assert g is not None and bool(g.abs().sum() > 0), "no gradient reaches the source features (inter-class)"
-        assert not mean.requires_grad, "the source-mean anchor carries a gradient"
+        g = (call["probe"].get("grad") or [[None] * n_layers])[0]
+        assert all(reaches(x) for x in g), "no gradient reaches the source features (of every layer, inter-class)"
         assert call["grads"] == [pytest.approx(3.0)], \
             f"the inter-class term enters the loss with weight {call['grads']}, expected lambda1 = 3"
     steps = [c for c in ce if c["out"].requires_grad]
@@ -286,33 +310,38 @@ def test_alignment_sees_both_domains_of_one_layer_weighted_in_partial(tmp_path, 
     cfg, t, fw, calls, _, m = spied_run(tmp_path, monkeypatch, task, iterations=5, setting=setting, metric=metric,
                                         method="dmp_ent", grassmann_dim=5)
     align = calls["alignment_distance"]
-    assert len(align) == 2 * 5
+    n_layers = len(cfg["bottleneck_dims"])
+    assert len(align) == 5, f"{len(align)} alignment calls in 5 steps, expected one per step"
     for call in align:
         got_metric, hs, ht = call["args"][:3]
         assert got_metric == metric, f"alignment with metric {got_metric!r}, the config says {metric!r}"
         assert call["kwargs"].get("dim") == 5 and call["kwargs"].get("eps") == cfg["le_eps"], \
             f"alignment called with {call['kwargs']}, the config's grassmann_dim = 5 and le_eps = {cfg['le_eps']}"
-        ft, layer = producer(fw, ht)
-        assert ft is not None and ft["grad"] and where.of(ft["x"])[0] == {"target"}, \
-            "the alignment's second argument is not the target features"
+        hs, ht = per_layer(hs, n_layers, "source features"), per_layer(ht, n_layers, "target features")
         sources = [f for f in fw if f["grad"] and where.of(f["x"])[0] == {"source"}]
-        if setting == "vanilla":
-            fs, layer_s = producer(fw, hs)
-            assert fs is not None and where.of(fs["x"])[0] == {"source"}, \
-                "the alignment's first argument is not the source features"
-            assert layer_s == layer, f"source layer {layer_s} aligned with target layer {layer}"
-        else:
-            # Eq. WeightedAlignLoss: h^s'_i = w_{y_i} h^s_i with w = the current partial class weights
-            w = call["probe"]["anchors"]["weights"]
-            hits = [f for f in sources if f["feats"][layer].shape == hs.shape and torch.allclose(
-                f["feats"][layer] * w[where.of(f["x"])[1]].unsqueeze(1), hs, rtol=1e-6, atol=1e-7)]
-            assert hits, "the partial alignment's source rows are not w_{y_i} h^s_i of a source batch"
-            assert not torch.allclose(w, torch.full_like(w, 0.25)), \
-                f"partial class weights {w.tolist()} are uniform (1/c); Eq. ClassWeight gives pi, the mean target " \
-                f"prediction of the last anchor pass (this target lacks class 3)"
-        g = call["probe"].get("grad") or [None] * 3
-        assert all(x is not None and bool(x.abs().sum() > 0) for x in g[1:3]), \
-            "the alignment sends no gradient to the source or the target features"
+        for l, (h_s, h_t) in enumerate(zip(hs, ht)):
+            ft, layer = producer(fw, h_t)
+            assert ft is not None and ft["grad"] and where.of(ft["x"])[0] == {"target"}, \
+                "the alignment's second argument is not the target features"
+            assert layer == l, f"the alignment's target layer {l} holds the features of layer {layer}"
+            if setting == "vanilla":
+                fs, layer_s = producer(fw, h_s)
+                assert fs is not None and where.of(fs["x"])[0] == {"source"}, \
+                    "the alignment's first argument is not the source features"
+                assert layer_s == layer, f"source layer {layer_s} aligned with target layer {layer}"
+            else:
+                # Eq. WeightedAlignLoss: h^s'_i = w_{y_i} h^s_i with w = the current partial class weights
+                w = call["probe"]["anchors"]["weights"]
+                hits = [f for f in sources if f["feats"][l].shape == h_s.shape and torch.allclose(
+                    f["feats"][l] * w[where.of(f["x"])[1]].unsqueeze(1), h_s, rtol=1e-6, atol=1e-7)]
+                assert hits, f"layer {l}: the partial alignment's source rows are not w_{{y_i}} h^s_i of that " \
+                             f"layer of a source batch"
+                assert not torch.allclose(w, torch.full_like(w, 0.25)), \
+                    f"partial class weights {w.tolist()} are uniform (1/c); Eq. ClassWeight gives pi, the mean " \
+                    f"target prediction of the last anchor pass (this target lacks class 3)"
+        g = call["probe"].get("grad") or [[None] * n_layers] * 3
+        assert all(reaches(x) for gs in g[1:3] for x in gs), \
+            "the alignment sends no gradient to the source or the target features (of every layer)"
         assert call["grads"] == [pytest.approx(7.0)], \
             f"the alignment enters the loss with weight {call['grads']}, expected lambda2 = 7"
     ent = calls["entropy_loss"]

@@ -29,21 +29,20 @@ def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors, weights, device, sc
     out = {"inter": zero, "intra": zero, "align": zero, "entropy": zero}
     w_intra = weighting.normalise_weights(weights, cfg["weight_norm"]).to(device)
     w = w_intra if cfg["setting"] == "partial" else None
+    # Each term gets the lists of all the manifold layers in one call (the sum over the layers of Eq. Objective):
+    # where matrices are batched (a GPU), the layers and domains are one batch of each operation.
+    hs, ht = list(feats_s), list(feats_t)
     if variant.discriminative and anchors.ready:
         class_means, means = anchors.on(device)
-        for l, (hs, ht) in enumerate(zip(feats_s, feats_t)):
-            if it >= sched["inter_start_iteration"]:
-                out["inter"] = out["inter"] + losses.inter_class_loss(hs, y_s, means[l], p_t.shape[1],
-                                                                      absent=cfg["inter_absent"])
-            if it >= sched["intra_start_iteration"]:
-                out["intra"] = out["intra"] + losses.intra_class_loss(ht, p_t, class_means[l], k=cfg["k"],
-                                                                      class_weights=w_intra,
-                                                                      grad_p=cfg["intra_grad_p"])
+        if it >= sched["inter_start_iteration"]:
+            out["inter"] = losses.inter_class_loss(hs, y_s, means, p_t.shape[1], absent=cfg["inter_absent"])
+        if it >= sched["intra_start_iteration"]:
+            out["intra"] = losses.intra_class_loss(ht, p_t, class_means, k=cfg["k"], class_weights=w_intra,
+                                                   grad_p=cfg["intra_grad_p"])
     if variant.align:
-        for hs, ht in zip(feats_s, feats_t):
-            hs = hs if w is None else weighting.weight_source_features(hs, y_s, w)
-            out["align"] = out["align"] + manifolds.alignment_distance(
-                cfg["metric"], hs, ht, dim=cfg["grassmann_dim"], eps=cfg["le_eps"])
+        hs = hs if w is None else weighting.weight_source_features(hs, y_s, w)
+        out["align"] = manifolds.alignment_distance(cfg["metric"], hs, ht, dim=cfg["grassmann_dim"],
+                                                    eps=cfg["le_eps"])
     if variant.entropy:
         out["entropy"] = losses.entropy_loss(p_t)
     return out
