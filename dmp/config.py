@@ -194,6 +194,10 @@ PARAMS: dict[str, Param] = {
     # --- data / execution -------------------------------------------------------------------
     "resize": Param(256, "image resize (train and test)", **_pos_int()),
     "crop": Param(224, "image crop (random at train, centre at test)", **_pos_int()),
+    "input_cache": Param(False, "on: read images from the input cache (python -m dmp data cache DATASET --resize "
+                         "RESIZE: each image decoded and resized once, uint8, 196 KB per image at 256 px on disk), "
+                         "crop/flip/normalise whole batches on the training device; the same batches as off",
+                         **_choice(True, False)),
     "num_workers": Param("auto", "DataLoader workers per image stream (a DMP run has two); auto = min(8, usable "
                          "cores - 1), 0 for data held in memory (docs/benchmarks.md)",
                          check=lambda v: v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),

@@ -106,6 +106,103 @@ class ImageListDataset(Dataset):
             torch.set_rng_state(state)
 
 
+class CachedImages(Dataset):
+    """The images of a run's list read from the input cache (:mod:`dmp.data.cache`, config ``input_cache``): rows
+    ``rows`` of ``pixels``, a uint8 ``[N, 3, resize, resize]`` memory map holding each image after the resize of
+    :func:`image_transforms`.
+
+    ``train``: the random crop and horizontal flip of :func:`image_transforms`, drawn from each sample's
+    augmentation seed with the calls torchvision's RandomCrop and RandomHorizontalFlip make (:meth:`draws`), so
+    the crops and flips are the uncached pipeline's; else its centre crop. A whole batch is gathered at once (cut
+    and flipped while copied out of the map, into page-locked memory when :attr:`device` is CUDA), copied to
+    :attr:`device` and converted there with the float operations of ToTensor and Normalize (``x / 255``, then
+    ``(x - mean) / std``): the batches are bit-identical to the uncached pipeline's. :meth:`batches` gathers the
+    next batch in a background thread while the current one is used. No DataLoader workers are involved, so the
+    batches are the same for any worker count."""
+
+    cache = "disk"  # read from the input cache: the trainer's num_workers auto gives no workers
+
+    def __init__(self, pixels, rows, labels, crop: int, train: bool):
+        self.pixels, self.rows = pixels, np.asarray(rows, dtype=np.int64)
+        self.labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+        self.crop, self.train, self.size = int(crop), bool(train), int(pixels.shape[-1])
+        self.device = torch.device("cpu")  # where batches are converted (Task.place)
+        self._stats: dict = {}
+
+    def __len__(self):
+        return len(self.rows)
+
+    def draws(self, seeds) -> list[tuple[int, int, bool]]:
+        """``(top, left, flip)`` of each sample: for training, what ``RandomCrop(crop)`` then
+        ``RandomHorizontalFlip()`` draw from torch's CPU generator seeded with the sample's seed (``None``: torch's
+        default generator as it stands): two ``torch.randint`` offsets (none when the crop is the whole image), then
+        ``torch.rand(1) < 0.5``; else the centre crop of ``CenterCrop`` (``round((resize - crop) / 2)``)."""
+        size, c = self.size, self.crop
+        if not self.train:
+            off = int(round((size - c) / 2.0))
+            return [(off, off, False)] * len(seeds)
+        out, g = [], torch.Generator()
+        for seed in seeds:
+            gen = None if seed is None else g.manual_seed(int(seed))
+            top = left = 0
+            if size != c:
+                top = int(torch.randint(0, size - c + 1, size=(1,), generator=gen).item())
+                left = int(torch.randint(0, size - c + 1, size=(1,), generator=gen).item())
+            out.append((top, left, bool(torch.rand(1, generator=gen) < 0.5)))
+        return out
+
+    def _gather(self, idx, seeds, draws=None):
+        """The uint8 crops ``[B, 3, crop, crop]`` (page-locked for a CUDA device) and labels of samples ``idx``."""
+        draws = self.draws(seeds) if draws is None else draws
+        c = self.crop
+        out = torch.empty((len(idx), 3, c, c), dtype=torch.uint8, pin_memory=self.device.type == "cuda")
+        buf = out.numpy()
+        for k, (i, (top, left, flip)) in enumerate(zip(idx, draws)):
+            img = self.pixels[self.rows[i], :, top:top + c, left:left + c]
+            buf[k] = img[..., ::-1] if flip else img
+        return out, self.labels[torch.as_tensor(idx, dtype=torch.long)]
+
+    def _convert(self, x):
+        """uint8 -> float on :attr:`device`: ToTensor's ``x / 255`` then Normalize's ``(x - mean) / std``."""
+        x = x.to(self.device, non_blocking=self.device.type == "cuda").to(torch.get_default_dtype()).div(255)
+        if x.device not in self._stats:
+            self._stats[x.device] = [torch.as_tensor(v, dtype=x.dtype, device=x.device).view(-1, 1, 1)
+                                     for v in (IMAGENET_MEAN, IMAGENET_STD)]
+        mean, std = self._stats[x.device]
+        return x.sub_(mean).div_(std)
+
+    def batches(self, jobs):
+        """Yield ``(x, y)`` for each ``(indices, seeds or None)`` of ``jobs``, ``x`` on :attr:`device`; the next
+        batch is gathered in a background thread meanwhile (one batch ahead)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        jobs = iter(jobs)
+        with ThreadPoolExecutor(1) as pool:
+            def submit():
+                job = next(jobs, None)
+                if job is None:
+                    return None
+                idx, seeds = [int(i) for i in job[0]], job[1]
+                if seeds is None:  # draws from the default generator (training only) stay in this thread
+                    seeds = [None] * len(idx)
+                    return pool.submit(self._gather, idx, seeds, self.draws(seeds))
+                return pool.submit(self._gather, idx, list(seeds))
+            ahead = submit()
+            while ahead is not None:
+                x, y = ahead.result()
+                ahead = submit()
+                yield self._convert(x), y
+
+    def batch(self, idx, seeds=None):
+        """One batch (``seeds``: augmentation seeds, per sample)."""
+        return next(self.batches([(idx, seeds)]))
+
+    def __getitem__(self, key):
+        i, seed = _sample_key(key)
+        x, y = self.batch([i], [seed])
+        return x[0], y[0]
+
+
 class TensorDataset(Dataset):
     """Arrays already in memory (precomputed features ``[N, D]`` or small images ``[N, C, H, W]``).
 
@@ -163,6 +260,12 @@ class Task:
     def num_classes(self):
         return len(self.classes)
 
+    def place(self, device):
+        """Convert the batches of the input-cached parts (:class:`CachedImages`) on ``device``."""
+        for part in (self.source_train, self.source_eval, self.target_train, self.target_eval):
+            if isinstance(part, CachedImages):
+                part.device = torch.device(device)
+
 
 def _mix(*ints) -> int:
     """A stable 63-bit hash of a few integers (independent of PYTHONHASHSEED)."""
@@ -206,6 +309,10 @@ class BatchStream:
                 keys = self.keys(t)
                 yield self.dataset.batch([i for i, _ in keys], [sd for _, sd in keys])
             return
+        if isinstance(self.dataset, CachedImages):
+            yield from self.dataset.batches(([i for i, _ in keys], [sd for _, sd in keys])
+                                            for keys in map(self.keys, range(start, stop)))
+            return
         loader = DataLoader(self.dataset, batch_sampler=_KeySampler(self, start, stop),
                             **loader_options(self.num_workers, pin_memory))
         yield from loader
@@ -243,6 +350,8 @@ def eval_loader(dataset, batch_size: int, num_workers: int = 0, order=None, pin_
     batches = [order[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
     if isinstance(dataset, TensorDataset):
         return (dataset.batch(idx) for idx in batches)
+    if isinstance(dataset, CachedImages):
+        return dataset.batches((idx, None) for idx in batches)
     return DataLoader(dataset, batch_sampler=batches, **loader_options(num_workers, pin_memory))
 
 
@@ -279,6 +388,12 @@ def build_task(cfg) -> Task:
         root = registry.require_dataset(spec.name)   # clear "how to get it" error when missing
         train_tf = image_transforms(True, cfg["resize"], cfg["crop"])
         test_tf = image_transforms(False, cfg["resize"], cfg["crop"])
+        if cfg["input_cache"]:  # decoded and resized once (dmp/data/cache.py); crops, flips, normalisation per batch
+            from . import cache
+
+            held = {k: cache.load(spec.name, *k, cfg["resize"]) for k in (src, tgt)}
+            cached = [CachedImages(*held[k], cfg["crop"], train) for k in (src, tgt) for train in (True, False)]
+            return Task(*cached, classes, 3, None, version)
         small = spec.name == "demo" or spec.cache_images
         lists = {k: registry.list_file(spec.name, *k) for k in (src, tgt)}
 
@@ -287,7 +402,7 @@ def build_task(cfg) -> Task:
         return Task(images(src, train_tf), images(src, test_tf), images(tgt, train_tf), images(tgt, test_tf),
                     classes, 3, None, version)
     from ..config import PARAMS
-    for key in ("resize", "crop"):  # the image pipeline's keys do nothing here: refused, never ignored
+    for key in ("resize", "crop", "input_cache"):  # the image pipeline's keys do nothing here: refused, never ignored
         if cfg[key] != PARAMS[key].default:
             raise ValueError(f"config key {key!r} = {cfg[key]}: dataset {spec.name} is of kind {spec.kind!r}, read at "
                              f"its stored size; resize, crop and the ImageNet normalisation apply to image datasets "

@@ -124,6 +124,7 @@ class Trainer:
         b = cfg["batch_size"]
         self.sched = schedule(cfg, len(task.source_train))
         self.iters_per_epoch, self.period = self.sched["iterations_per_epoch"], self.sched["anchor_period"]
+        task.place(self.device)  # input_cache: batches cut from the cache, normalised on the training device
         self.source = BatchStream(task.source_train, b, cfg["seed"], 0, self.workers)
         self.target = BatchStream(task.target_train, b, cfg["seed"], 1, self.workers)
         self.iteration, self.train_seconds, self.anchor_seconds = 0, 0.0, 0.0

@@ -1,0 +1,155 @@
+"""The input cache (config ``input_cache: on``): every image of a domain decoded and resized once, stored as uint8.
+
+For each domain of an image dataset and each ``resize`` size, ``<cache root>/<size>/<domain>.npy`` holds the images
+of the domain's full list, in list order, as one ``uint8`` array ``[N, 3, size, size]`` (read as a memory map), and
+``<domain>.json`` beside it is its index: dataset, domain, size, the dataset version and content version of the
+list, its sha256, the paths and labels. The cache root is ``.<data folder>.cache`` beside the dataset's data folder
+(``datasets/<name>/.data.cache``, or ``$DMP_DATA_DIR/.<name>.cache``): never inside the DVC-tracked data folder,
+never in the tracked tree. 196,608 bytes per image at 256 px (3 x 256 x 256).
+
+The pixels are those of the uncached pipeline after its resize (:func:`dmp.data.inputs.image_transforms`: the
+decoded 8-bit RGB image resized by torchvision's ``Resize((size, size))``), so crops, flips and the normalisation
+applied to them (:class:`dmp.data.inputs.CachedImages`) give the same batches. A split list (partial, first<N>,
+n<K>) reads the rows of its images in the domain's cache. Both files are written atomically (temporary file, then
+rename; the index last), and a cache whose list or image bytes changed since it was built is refused.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..io import atomic_write, write_json
+from . import registry
+
+BYTES_PER_IMAGE_256 = 3 * 256 * 256
+
+
+def cache_root(name: str) -> Path:
+    """``.<data folder name>.cache`` beside the dataset's data folder (:func:`registry.data_root`)."""
+    root = registry.data_root(name)
+    return root.parent / f".{root.name}.cache"
+
+
+def cache_paths(name: str, domain: str, size: int) -> tuple[Path, Path]:
+    """``(pixels .npy, index .json)`` of one domain at ``size`` px."""
+    folder = cache_root(name) / str(int(size))
+    dom = registry.get_dataset(name).domain(domain).name
+    return folder / f"{dom}.npy", folder / f"{dom}.json"
+
+
+def _versions(name: str, domain: str) -> dict:
+    lst = registry.list_file(name, domain, "full")
+    return {"version": registry.dataset_version(name, [(domain, "full")]),
+            "content_version": registry.dataset_version(name, [(domain, "full")], True),
+            "list_sha256": hashlib.sha256(lst.read_bytes()).hexdigest()}
+
+
+def _command(name, domain, size):
+    return f"python -m dmp data cache {name} --resize {size} --domains {domain}"
+
+
+class _Resized:
+    """Decoded, resized uint8 ``[3, size, size]`` images of a list (the deterministic head of the uncached
+    pipeline), for a DataLoader."""
+
+    def __init__(self, root, paths, size):
+        from torchvision import transforms as T
+        self.root, self.paths, self.resize = Path(root), paths, T.Resize((size, size))
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        from .load import open_rgb
+        try:
+            img = open_rgb(self.root / self.paths[i])
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"unreadable image {self.root / self.paths[i]}: {exc}") from None
+        return np.ascontiguousarray(np.asarray(self.resize(img), dtype=np.uint8).transpose(2, 0, 1))
+
+
+def build(name: str, domain: str, size: int = 256, workers: int = 0, progress: bool = True) -> Path:
+    """Decode and resize every image of ``domain``'s full list into its cache; returns the index path. Skipped
+    (returns at once) when an up-to-date cache is in place."""
+    from torch.utils.data import DataLoader
+    from tqdm import tqdm
+
+    spec = registry.get_dataset(name)
+    if spec.kind != "images":
+        raise ValueError(f"dataset {name!r} is of kind {spec.kind!r}: its samples are held in memory already; the "
+                         f"input cache is for image datasets")
+    size = int(size)
+    if size < 1:
+        raise ValueError(f"--resize {size}: a size is a positive number of pixels")
+    pixels, index = cache_paths(name, domain, size)
+    root = registry.require_dataset(name)
+    lst = registry.list_file(name, domain, "full")
+    entries = registry.read_list(lst, len(spec.classes) or None)
+    versions = _versions(name, domain)
+    if index.is_file() and pixels.is_file():
+        try:
+            old = json.loads(index.read_text())
+        except ValueError:
+            old = {}
+        if all(old.get(k) == v for k, v in versions.items()) and old.get("size") == size:
+            return index
+    paths = [p for p, _ in entries]
+    loader = DataLoader(_Resized(root, paths, size), batch_size=16, num_workers=workers,
+                        collate_fn=np.stack)
+    shape = (len(paths), 3, size, size)
+
+    def write(fh):
+        np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)),
+                                                  "fortran_order": False, "shape": shape})
+        bar = tqdm(total=len(paths), desc=f"cache {name} {domain} {size}px", unit="img", disable=not progress)
+        for batch in loader:
+            fh.write(batch.tobytes())
+            bar.update(len(batch))
+        bar.close()
+
+    atomic_write(pixels, write)
+    write_json(index, {"dataset": name, "domain": spec.domain(domain).name, "size": size, **versions,
+                       "list": str(lst.name), "shape": list(shape), "dtype": "uint8", "paths": paths,
+                       "labels": [lab for _, lab in entries]})
+    return index
+
+
+def load(name: str, domain: str, split: str, size: int):
+    """``(pixels [N_domain, 3, size, size] uint8 memory map, rows of the split's images in it, labels)`` for the
+    ``(domain, split)`` list of a run. Refused with a one-line error: no cache (the command that builds it), a cache
+    built from another list or other image bytes (stale), or a split image the cache lacks."""
+    pixels, index = cache_paths(name, domain, size)
+    if not index.is_file() or not pixels.is_file():
+        raise registry.DatasetMissingError(
+            f"config key 'input_cache' = on: no input cache of {name} domain {domain} at {size} px ({index}); "
+            f"build it with `{_command(name, domain, size)}` (or set input_cache=off)")
+    try:
+        meta = json.loads(index.read_text())
+    except ValueError as exc:
+        raise ValueError(f"{index}: unreadable input cache index ({exc}); rebuild it with "
+                         f"`{_command(name, domain, size)}`") from None
+    now = _versions(name, domain)
+    stale = [k for k, v in now.items() if meta.get(k) != v] + (["size"] if meta.get("size") != size else [])
+    if stale:
+        raise ValueError(f"{index}: stale input cache (its {', '.join(stale)} differ from the data in place: the "
+                         f"list or the images changed since it was built); rebuild it with "
+                         f"`{_command(name, domain, size)}`")
+    arr = np.load(pixels, mmap_mode="r")
+    if arr.dtype != np.uint8 or list(arr.shape) != [len(meta["paths"]), 3, size, size]:
+        raise ValueError(f"{pixels}: holds {arr.dtype} {list(arr.shape)}, its index says uint8 "
+                         f"{[len(meta['paths']), 3, size, size]}; rebuild it with `{_command(name, domain, size)}`")
+    spec = registry.get_dataset(name)
+    lst = registry.list_file(name, domain, split)
+    entries = registry.read_list(lst, len(spec.classes) or None)
+    row = {}
+    for i, p in enumerate(meta["paths"]):
+        row.setdefault(p, i)
+    missing = [p for p, _ in entries if p not in row]
+    if missing:
+        raise ValueError(f"{lst}: {missing[0]!r} is not in the input cache {index} ({len(missing)} image(s) of the "
+                         f"list are not); rebuild it with `{_command(name, domain, size)}`")
+    rows = np.array([row[p] for p, _ in entries], dtype=np.int64)
+    return arr, rows, np.array([lab for _, lab in entries], dtype=np.int64)
