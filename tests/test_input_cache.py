@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -151,3 +152,38 @@ def test_a_run_with_the_cache_ends_with_the_same_numbers(isolated, tmp_path):
         assert out[on]["target_mean_prediction"] == out[False]["target_mean_prediction"]
         assert out[on]["class_weights"] == out[False]["class_weights"]
         assert (tmp_path / str(on) / "log.csv").read_text() == (tmp_path / "False" / "log.csv").read_text()
+
+
+@pytest.mark.slow
+def test_train_jobs_with_the_cache_depend_on_the_cache_of_their_domains(tmp_path):
+    """A Snakemake dry run of one row with ``train: {input_cache: true}``: one cache job per domain at the runs'
+    resize, its output the cache beside the data folder, each train job's inputs the caches of its two domains; the
+    same row without the key has no cache job."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    import yaml
+    root = Path(__file__).resolve().parents[1]
+    cfg = yaml.safe_load((root / "config" / "config.yaml").read_text())
+    cfg.setdefault("train", {})["input_cache"] = True
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    out = {}
+    for extra in ([], ["--configfile", str(tmp_path / "c.yaml")]):
+        proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "row_vanilla_office31_dmp", *extra], cwd=root,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        out[bool(extra)] = proc.stdout
+    assert "input_cache_office31" not in out[False]
+    caches = set(re.findall(r"output: (\S+)/256/(\w+)\.npy, \1/256/\2\.json", out[True]))
+    assert {d for _, d in caches} == {"amazon", "dslr", "webcam"}
+    folder = os.path.relpath(cache.cache_root("office31"), root)
+    assert {f for f, _ in caches} == {folder}
+    trains = [b for b in out[True].split("\nrule ")[1:] if b.startswith("train:")]
+    assert len(trains) == 18
+    for block in trains:
+        task = re.search(r"vanilla/(\w)-(\w)/", block).groups()
+        names = {"A": "amazon", "D": "dslr", "W": "webcam"}
+        assert re.search(r"^    input: (.*)$", block, re.M).group(1) == ", ".join(
+            f"{folder}/256/{names[t]}.json" for t in task)

@@ -27,17 +27,44 @@ from . import registry
 BYTES_PER_IMAGE_256 = 3 * 256 * 256
 
 
-def cache_root(name: str) -> Path:
-    """``.<data folder name>.cache`` beside the dataset's data folder (:func:`registry.data_root`)."""
-    root = registry.data_root(name)
+def cache_root(name: str, data_dir: str | None = None) -> Path:
+    """``.<data folder name>.cache`` beside the dataset's data folder (:func:`registry.data_root`; ``data_dir``:
+    that of a process whose DMP_DATA_DIR is ``data_dir``, e.g. a Snakemake job's)."""
+    root = Path(data_dir).expanduser().resolve() / name if data_dir else registry.data_root(name)
     return root.parent / f".{root.name}.cache"
 
 
 def cache_paths(name: str, domain: str, size: int) -> tuple[Path, Path]:
     """``(pixels .npy, index .json)`` of one domain at ``size`` px."""
-    folder = cache_root(name) / str(int(size))
-    dom = registry.get_dataset(name).domain(domain).name
-    return folder / f"{dom}.npy", folder / f"{dom}.json"
+    npy, index = cache_files(name, registry.get_dataset(name).domain(domain).name, int(size))
+    return npy, index
+
+
+def cache_files(name: str, domain: str, size, data_dir: str | None = None) -> list[Path]:
+    """``[pixels .npy, index .json]`` of domain ``domain`` (its registry name, or a Snakemake wildcard) at ``size``
+    px, as a process with DMP_DATA_DIR = ``data_dir`` sees them (workflow/rules/data.smk)."""
+    folder = cache_root(name, data_dir) / str(size)
+    return [folder / f"{domain}.npy", folder / f"{domain}.json"]
+
+
+def run_inputs(cfg: dict, data_dir: str | None = None) -> list[Path]:
+    """The cache indexes a run of resolved config ``cfg`` reads: its source and target domains at its resize when
+    ``input_cache`` is on, else none (the train rule's inputs)."""
+    if not cfg["input_cache"]:
+        return []
+    return [cache_files(cfg["dataset"], d, cfg["resize"], data_dir)[1] for d in (cfg["source"], cfg["target"])]
+
+
+def image_datasets() -> list[str]:
+    """The registered image datasets (a broken user declaration left out: its runs stop with the registry's
+    error)."""
+    names = []
+    for name in registry.dataset_names():
+        try:
+            names += [name] if registry.get_dataset(name).kind == "images" else []
+        except ValueError:
+            pass
+    return names
 
 
 def _versions(name: str, domain: str) -> dict:

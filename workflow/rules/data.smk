@@ -32,3 +32,46 @@ rule demo_weights:
         python=PYTHON,
     shell:
         "{params.python:q} -m dmp pretrain-demo --out {output:q} > {log:q} 2>&1"
+
+
+
+# The input cache (config input_cache: on, e.g. `train: {input_cache: true}`): each image decoded and resized once per
+# domain and size (python -m dmp data cache; dmp/data/cache.py). One rule per image dataset, whose output is the
+# domain's cache beside its data folder (where the jobs' DMP_DATA_DIR places it), rebuilt when the domain's list
+# changes; a train job with input_cache on depends on the caches of its two domains at its resize (rule train).
+from dmp.data import cache as input_cache
+
+for _name in input_cache.image_datasets():
+
+    rule:
+        name:
+            f"input_cache_{_name}"
+        output:
+            *(stable_path(str(p)) for p in input_cache.cache_files(_name, "{domain}", "{size}", DATA_DIR or None)),
+        input:
+            # the generated demo (rule demo_data), else the domain's list when in place (without it the job stops
+            # with the CLI's error naming how to fetch the dataset)
+            lambda w, name=_name: (
+                [demo_data_dir()]
+                if name == "demo" and config.get("demo_data", False)
+                else [
+                    stable_path(str(p))
+                    for p in [SUITE.registry.lists_dir(name) / f"{w.domain}_full.txt"]
+                    if p.is_file()
+                ]
+            ),
+        log:
+            f"{RESULTS}/logs/input_cache/{_name}_{{domain}}_{{size}}.log",
+        wildcard_constraints:
+            domain="[A-Za-z0-9_]+",
+            size="[0-9]+",
+        threads: 8
+        conda:
+            ENV
+        params:
+            python=PYTHON,
+            env=JOB_ENV,
+            dataset=_name,
+        shell:
+            "env {params.env:q} {params.python:q} -m dmp data cache {params.dataset:q} --resize {wildcards.size} "
+            "--domains {wildcards.domain:q} --workers {threads} > {log:q} 2>&1"

@@ -15,6 +15,11 @@ rule train:
         suite_lib.RUN_PATTERN.replace("{results}", RESULTS),
     input:
         data_inputs,
+        # config input_cache: on: the caches of the run's domains (rules input_cache_<dataset>, data.smk)
+        lambda w: [
+            stable_path(str(p))
+            for p in input_cache.run_inputs(SUITE.expected_config(SUITE.run_from_wildcards(w)), DATA_DIR or None)
+        ],
         # a metrics.json that is no result of this run (placed by hand, another config): retrain it
         lambda w: SUITE.stale_marks(SUITE.run_from_wildcards(w)),
     log:
