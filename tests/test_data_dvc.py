@@ -75,7 +75,7 @@ def test_a_dataset_declared_in_the_checkout_gets_its_stages(isolated, monkeypatc
     for folder, name, text in ((datasets, "mine", FOLDERS_YAML + archive), (datasets, "placed", FOLDERS_YAML),
                                (datasets, "elsewhere", FOLDERS_YAML + f"root: {isolated.path / 'imgs'}\n"),
                                (datasets, "broken", "kind: images\n"), (lab, "labs", FOLDERS_YAML + archive),
-                               (datasets, "feats", "kind: features\nclasses: [a]\ndomains: [{name: x, file: x.npz}]\n")):
+                               (datasets, "feats", "kind: features\nclasses: [a]\ndomains: [{name: x, file: x}]\n")):
         (folder / name).mkdir(parents=True)
         (folder / name / "dataset.yaml").write_text(text)
     monkeypatch.setenv("DMP_DATASETS_DIR", str(lab))

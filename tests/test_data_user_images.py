@@ -152,6 +152,9 @@ def test_listed_classes_and_partial_classes_by_name(user):
     (FOLDERS_YAML + "archives:\n  - {file: a.zip, domains: [paint]}\n", r"'archives\[0\]\.domains': unknown domain"),
     (LISTS_YAML.replace(", lists: [real_train.txt, real_test.txt]", ""), r"'domains\[1\]\.lists' is missing"),
     (FOLDERS_YAML.replace("kind: images", "kind: image"), r"kind must be 'features', 'arrays' or 'images'"),
+    (FOLDERS_YAML.replace("short: P}", "short: P, eval_lists: [p.txt]}"), r"'domains\[1\]\.eval_lists' needs the list"),
+    (LISTS_YAML.replace("real_test.txt]", "real_test.txt], eval_lists: [real_test.txt]"),
+     r"'domains\[1\]\.eval_lists': 'real_test.txt' is also in 'lists'"),
     (FOLDERS_YAML.replace("domains:", "domains: 3\nx:"), r"unknown key 'x'"),
     ("kind: images\ndomains: [{name: a}, {name: b]\n", r"dataset\.yaml:2: not valid YAML"),
 ])
@@ -281,6 +284,68 @@ def test_a_user_dataset_trains_and_makes_a_table(user, name, text, make, task, c
     build(cfg, "vanilla", results=str(results))
     table = (results / "tables" / "vanilla.md").read_text()
     assert "| DMP " in table and "| Source only " in table and task in table
+
+
+EVAL_YAML = """kind: images
+title: DomainNet's protocol
+domains:
+  - {name: clipart, short: c, lists: [clipart_train.txt], eval_lists: [clipart_test.txt]}
+  - {name: real, short: r, lists: [real_train.txt], eval_lists: [real_test.txt]}
+"""
+
+
+def make_eval_lists(root: Path) -> None:
+    """:func:`make_lists`, with the last test image of ``real`` moved to its train list: real has 5 training and 3
+    test images (per class 1, 2, 2 and 1, 1, 1), clipart 5 and 4, so scoring another list gives another count."""
+    make_lists(root)
+    test = (root / "real_test.txt").read_text().splitlines(keepends=True)
+    (root / "real_test.txt").write_text("".join(test[:-1]))
+    with open(root / "real_train.txt", "a") as fh:
+        fh.write(test[-1])
+
+
+def test_eval_lists_adapt_on_the_train_lists_and_score_the_test_lists(user):
+    """DomainNet's protocol (``eval_lists``): the source trains on its train list, the target is adapted on its
+    train list and scored on its test list; metrics.json records the list scored and its count. A dataset without
+    eval_lists keeps the paper's protocol (scored on the images adapted on)."""
+    from dmp.config import resolve
+    from dmp.data.inputs import build_task
+
+    folder = user.declare("dn", EVAL_YAML, make_eval_lists)
+    assert _data("fetch", "dn") == 0
+    spec = registry.get_dataset("dn")
+    assert spec.classes == LIST_CLASSES and spec.eval_lists == (("clipart", "clipart_test.txt"),
+                                                               ("real", "real_test.txt"))
+
+    def labels(rel):
+        return np.bincount([lab for _, lab in registry.read_list(folder / "lists" / rel)], minlength=3).tolist()
+    assert labels("real_full.txt") == [2, 3, 3]  # the whole domain: lock, verify, extract-features
+    assert labels("train/real_full.txt") == [1, 2, 2] and labels("eval/real_full.txt") == [1, 1, 1]
+    assert labels("train/clipart_full.txt") == [2, 1, 2] and labels("eval/clipart_full.txt") == [1, 1, 2]
+    cfg = resolve({"dataset": "dn", "source": "clipart", "target": "real", **TRAIN})
+    task = build_task(cfg)
+    parts = (task.source_train, task.source_eval, task.target_train, task.target_eval)
+    assert [len(p) for p in parts] == [5, 5, 5, 3]
+    assert sorted(task.target_eval.labels.tolist()) == [0, 1, 2]
+    assert task.scored == {"domain": "real", "split": "full", "part": "eval", "list": "lists/eval/real_full.txt"}
+    out = user.path / "run"
+    with pytest.raises(SystemExit) as exc:
+        dmp_main(["train", "--quiet", "--out", str(out), "dataset=dn", "source=c", "target=r", "threads=1",
+                  *(f"{k}={v}" for k, v in TRAIN.items())])
+    assert exc.value.code in (0, None)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["target_eval"] == {**task.scored, "count": 3}
+    assert round(metrics["accuracy"] * 3, 6) == round(metrics["accuracy"] * 3)  # a fraction of the 3 scored images
+    # the run's version covers the list it scores: another test list, another version
+    before = registry.dataset_version("dn", list(registry.run_lists("dn", "c", "full", "r", "full").values()))
+    (folder / "lists" / "eval" / "real_full.txt").write_text("real/zebra/real_2_0.jpg 2\n")
+    assert registry.dataset_version("dn", list(registry.run_lists("dn", "c", "full", "r", "full").values())) != before
+    # without eval_lists: the paper's protocol, scored on the 8 images adapted on
+    user.declare("lists", LISTS_YAML, make_lists)
+    assert _data("fetch", "lists") == 0
+    task = build_task(resolve({"dataset": "lists", "source": "clipart", "target": "real", **TRAIN}))
+    assert len(task.target_train) == len(task.target_eval) == 8
+    assert task.scored == {"domain": "real", "split": "full", "part": "", "list": "lists/real_full.txt"}
 
 
 def test_extract_features_of_a_user_dataset_is_declared_beside_it(user, monkeypatch):

@@ -44,6 +44,8 @@ def split_rules(spec: DatasetSpec) -> dict:
            "partial_classes": list(spec.partial_classes), "splits": list(spec.splits)}
     if spec.partial_names:  # named partial classes of a user dataset whose classes are read from its data
         doc["partial_classes"] = list(spec.partial_names)
+    if spec.eval_lists:  # the lists whose images are scored apart (lists/train/, lists/eval/)
+        doc["eval_lists"] = [list(x) for x in spec.eval_lists]
     return doc
 
 

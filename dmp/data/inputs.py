@@ -193,6 +193,13 @@ class CachedImages(Dataset):
                 ahead = submit()
                 yield self._convert(x), y
 
+    def subset(self, indices) -> "CachedImages":
+        """The samples ``indices`` of this dataset, read from the same map."""
+        part = CachedImages(self.pixels, self.rows[np.asarray(indices, dtype=np.int64)],
+                            self.labels[torch.as_tensor(indices, dtype=torch.long)], self.crop, self.train)
+        part.device = self.device
+        return part
+
     def batch(self, idx, seeds=None):
         """One batch (``seeds``: augmentation seeds, per sample)."""
         return next(self.batches([(idx, seeds)]))
@@ -255,6 +262,7 @@ class Task:
     in_channels: int = 3
     in_dim: int | None = None
     dataset_version: str = "unknown"
+    scored: dict = dataclasses.field(default_factory=dict)  # what target_eval is (registry.scored), for metrics
 
     @property
     def num_classes(self):
@@ -368,6 +376,15 @@ def _standardize(source_x, *others):
 
 
 def build_task(cfg) -> Task:
+    """:func:`_build_task`, with what the target is scored on (``Task.scored``: :func:`registry.scored`)."""
+    from . import registry
+
+    task = _build_task(cfg)
+    task.scored = registry.scored(cfg["dataset"], cfg["target"], cfg["target_split"])
+    return task
+
+
+def _build_task(cfg) -> Task:
     """Resolve ``cfg`` (dataset, source, target, splits) into a :class:`Task`: the declaration (registry), the
     committed lists or the validated arrays (splits), then the torch datasets. Inputs are checked before any
     work: domains, list files (labels in range), array files (labels, values, dimensions)."""
@@ -382,8 +399,12 @@ def build_task(cfg) -> Task:
                              f"known: {', '.join(names)}")
     classes = list(spec.classes)
     src, tgt = (cfg["source"], cfg["source_split"]), (cfg["target"], cfg["target_split"])
-    # images: the version of what this run reads (its two lists and the bytes they name); arrays: their files
-    version = registry.dataset_version(spec.name, *([[src, tgt], True] if spec.kind == "images" else []))
+    reads = registry.run_lists(spec.name, *src, *tgt)  # by role; a domain with eval_lists: its train / eval parts
+    # images: the version of what this run reads (its lists and the bytes they name); arrays: their files
+    version = registry.dataset_version(spec.name, *([list(reads.values()), True] if spec.kind == "images" else []))
+    if cfg.get("input_cache") and any(part for *_, part in reads.values()):
+        raise ValueError(f"config key 'input_cache' = on: dataset {spec.name} scores {tgt[0]} on its eval_lists, "
+                         f"which the input cache does not serve yet (set input_cache=off)")
     if spec.kind == "images":
         root = registry.require_dataset(spec.name)   # clear "how to get it" error when missing
         train_tf = image_transforms(True, cfg["resize"], cfg["crop"])
@@ -395,12 +416,12 @@ def build_task(cfg) -> Task:
             cached = [CachedImages(*held[k], cfg["crop"], train) for k in (src, tgt) for train in (True, False)]
             return Task(*cached, classes, 3, None, version)
         small = spec.name == "demo" or spec.cache_images
-        lists = {k: registry.list_file(spec.name, *k) for k in (src, tgt)}
+        lists = {role: registry.list_file(spec.name, *k) for role, k in reads.items()}
 
-        def images(domain_split, tf):
-            return ImageListDataset(root, lists[domain_split], tf, cache=small, num_classes=len(classes))
-        return Task(images(src, train_tf), images(src, test_tf), images(tgt, train_tf), images(tgt, test_tf),
-                    classes, 3, None, version)
+        def images(role, tf):
+            return ImageListDataset(root, lists[role], tf, cache=small, num_classes=len(classes))
+        return Task(images("source_train", train_tf), images("source_train", test_tf),
+                    images("target_train", train_tf), images("target_eval", test_tf), classes, 3, None, version)
     from ..config import PARAMS
     for key in ("resize", "crop", "input_cache"):  # the image pipeline's keys do nothing here: refused, never ignored
         if cfg[key] != PARAMS[key].default:

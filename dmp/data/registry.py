@@ -158,18 +158,32 @@ def lists_dir(name: str) -> Path:
 
 
 _SPLIT_RE = re.compile(r"^(full|partial|first[1-9]\d*|n[1-9]\d*)$")
+PARTS = ("", "train", "eval")
+"""The parts of a domain a list covers: "" all its images; for a domain with ``eval_lists`` (DomainNet's
+``<domain>_test.txt``), "train" the images of its other lists and "eval" those of its evaluation lists."""
 
 
-def list_file(name: str, domain: str, split: str = "full") -> Path:
+def list_path(name: str, domain: str, split: str = "full", part: str = "") -> Path:
+    """Where the list of ``split`` of ``part`` of ``domain`` is committed: ``lists/<domain>_<split>.txt``, or
+    ``lists/<part>/<domain>_<split>.txt`` (whether it exists or not; :func:`list_file` checks)."""
+    if part not in PARTS:
+        raise ValueError(f"unknown list part {part!r}; parts are {', '.join(map(repr, PARTS))}")
+    return lists_dir(name) / part / f"{domain}_{split}.txt"
+
+
+def list_file(name: str, domain: str, split: str = "full", part: str = "") -> Path:
     """The committed list of ``split`` of ``domain`` (lines ``relative/path label``, relative to
-    :func:`data_root`). Splits: full, partial, first<N> (classes 0..N-1), n<K> (K images per class, seeded)."""
+    :func:`data_root`). Splits: full, partial, first<N> (classes 0..N-1), n<K> (K images per class, seeded);
+    ``part`` (:data:`PARTS`): the whole domain, or its training or evaluation images (``eval_lists``)."""
     spec = get_dataset(name)
     if spec.kind != "images":
         raise ValueError(f"dataset {name!r} is of kind {spec.kind!r}: it has no image lists, use load_arrays")
     dom = spec.domain(domain)
     if not _SPLIT_RE.match(split):
         raise ValueError(f"unknown split {split!r}; splits are full, partial, first<N> or n<K> (N, K >= 1)")
-    path = lists_dir(name) / f"{dom.name}_{split}.txt"
+    if part and dom.name not in {d for d, _ in spec.eval_lists}:
+        raise ValueError(f"domain {dom.name!r} of dataset {name!r} declares no eval_lists: it has no {part!r} part")
+    path = list_path(name, dom.name, split, part)
     if not path.is_file():
         have = sorted(p.stem.split("_", 1)[1] for p in lists_dir(name).glob(f"{dom.name}_*.txt"))
         hint = (f"python -m dmp data prepare {name}" + ("" if split in spec.splits else f" --splits {split}"))
@@ -178,6 +192,32 @@ def list_file(name: str, domain: str, split: str = "full") -> Path:
             f"existing splits: {', '.join(have) or 'none'}. Create it with `{hint}`"
             + ("" if have else f" after fetching the data (`python -m dmp data fetch {name}`)"))
     return path
+
+
+def run_lists(name: str, source: str, source_split: str, target: str, target_split: str) -> dict[str, tuple]:
+    """The lists a run reads, by role, each ``(domain, split, part)`` (:func:`list_file`): ``source_train`` (also
+    the source's no-grad passes), ``target_train`` (adapted on) and ``target_eval`` (scored). A domain with
+    ``eval_lists`` (DomainNet's protocol) is trained and adapted on its "train" part and, as the target, scored on
+    its "eval" part; any other domain is read whole, and the target is scored on the images it is adapted on (the
+    paper's protocol)."""
+    spec = get_dataset(name)
+    apart = {d for d, _ in spec.eval_lists}
+
+    def one(domain, split, part):
+        dom = spec.domain(domain).name
+        return dom, split, part if dom in apart else ""
+    return {"source_train": one(source, source_split, "train"), "target_train": one(target, target_split, "train"),
+            "target_eval": one(target, target_split, "eval")}
+
+
+def scored(name: str, target: str, target_split: str) -> dict:
+    """What a run on ``target`` is scored on (``metrics.json`` ``target_eval``, with the count the run scored):
+    ``domain``, ``split``, ``part`` ("" = the images adapted on, "eval" = the domain's ``eval_lists``) and, for an
+    image dataset, its ``list`` file relative to the dataset's folder."""
+    domain, split, part = run_lists(name, target, target_split, target, target_split)["target_eval"]
+    spec = get_dataset(name)
+    rel = list_path(name, domain, split, part).relative_to(dataset_dir(name)).as_posix()
+    return {"domain": domain, "split": split, "part": part, "list": rel if spec.kind == "images" else None}
 
 
 def require_dataset(name: str) -> Path:
@@ -304,8 +344,9 @@ def file_digests(root: Path, rels) -> dict[str, str]:
 
 
 def dataset_version(name: str, lists=None, content: bool = False) -> str:
-    """A short content hash of the dataset. Images: its committed lists - only the ``(domain, split)`` lists a run
-    reads when ``lists`` is given, so preparing other splits changes no run's version - with the locked per-class
+    """A short content hash of the dataset. Images: its committed lists - only the ``(domain, split)`` or
+    ``(domain, split, part)`` lists a run reads when ``lists`` is given (:func:`run_lists`), so preparing other
+    splits changes no run's version - with the locked per-class
     counts and file manifest of their domains (the same whichever archive or mirror it came from), and for
     generated data its generator's declaration; ``content``: also the bytes in place of every file those lists
     name (:func:`file_digests`), so images replaced in place give another version. Features/arrays: its files."""
@@ -313,14 +354,14 @@ def dataset_version(name: str, lists=None, content: bool = False) -> str:
     h = hashlib.sha256(name.encode())
     if spec.kind == "images":
         if lists is None:
-            paths, domains = sorted(lists_dir(name).glob("*.txt")), [d.name for d in spec.domains]
+            paths, domains = sorted(lists_dir(name).rglob("*.txt")), [d.name for d in spec.domains]
         else:  # a list not written yet (planning a suite before `prepare`) counts as missing; a run needs it
-            picked = sorted({(spec.domain(d).name, s) for d, s in lists})
-            paths = sorted({lists_dir(name) / f"{d}_{s}.txt" if not content else list_file(name, d, s)
-                            for d, s in picked})
-            domains = sorted({d for d, _ in picked})
-        for path in paths:
-            h.update(path.name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"(missing)"))
+            picked = sorted({(spec.domain(d).name, s, *part) for d, s, *part in lists})
+            paths = sorted({list_path(name, *k) if not content else list_file(name, *k) for k in picked})
+            domains = sorted({d for d, *_ in picked})
+        for path in paths:  # named relative to lists/: "real_full.txt", "eval/real_full.txt"
+            h.update(path.relative_to(lists_dir(name)).as_posix().encode() + b"\0"
+                     + (path.read_bytes() if path.is_file() else b"(missing)"))
         lock = read_lock(name)
         h.update(json.dumps({d: c for d, c in lock["counts"].items() if d in domains}, sort_keys=True).encode())
         manifest = {d: m for d, m in lock["manifest"].items() if d in domains}

@@ -84,7 +84,11 @@ class DatasetSpec:
     whose dataset.yaml lists no classes): "folders" (the sorted class folder names) or "lists" (each label's
     folder in the label lists), read from the data by :func:`dmp.data.registry.get_dataset`, which also turns
     ``partial_names`` (partial-target classes given by name) into ``partial_classes``. ``cache_images``:
-    keep the decoded, resized images in memory during a run (small datasets)."""
+    keep the decoded, resized images in memory during a run (small datasets). ``eval_lists`` (list layout):
+    ``(domain, path)`` of the label lists, also in ``label_lists``, that hold a domain's evaluation images
+    (DomainNet's ``<domain>_test.txt``): such a domain is trained and adapted on its other lists and, as the
+    target, scored on these (:func:`dmp.data.registry.run_lists`); every other domain is scored on the images it
+    is adapted on (the paper's transductive protocol)."""
     name: str
     kind: str
     domains: tuple[Domain, ...]
@@ -109,6 +113,7 @@ class DatasetSpec:
     partial_names: tuple[str, ...] = ()
     list_paths: str = "in_folder"
     cache_images: bool = False
+    eval_lists: tuple[tuple[str, str], ...] = ()
 
     def domain(self, name: str) -> Domain:
         """The domain called ``name`` (config id) or with paper letter ``name``."""
@@ -132,7 +137,7 @@ _KIND_KEYS = {
     "images": ("layout", "homepage", "splits", "cache", "images_per_class", "archives"),
 }
 _DOMAIN_KEYS = {"features": ("name", "short", "file", "count", "x_key", "y_key"),
-                "images": ("name", "short", "folder", "count", "aliases", "lists")}
+                "images": ("name", "short", "folder", "count", "aliases", "lists", "eval_lists")}
 _DOMAIN_KEYS["arrays"] = _DOMAIN_KEYS["features"]
 _ARCHIVE_KEYS = ("file", "urls", "domains", "sha256", "size", "manual_urls", "extras", "id")
 _IMAGE_ONLY = ("resize", "crop", "normalize", "normalise", "mean", "std", "transform")
@@ -170,11 +175,11 @@ def spec_from_yaml(path: Path) -> DatasetSpec:
     """A user dataset from ``<declarations>/<name>/dataset.yaml`` (docs/datasets.md). Keys: ``kind``
     (features|arrays|images), ``classes`` (images: optional, see :attr:`DatasetSpec.classes_from`), ``domains``
     (features/arrays: ``{name, short, file, count, x_key, y_key}``; images: ``{name, short, folder, count,
-    aliases, lists}``), optional ``root`` (relative to the yaml's folder; default ``data``), ``partial_classes``
-    (names or indices), ``title``, ``meta``; features/arrays: ``label_offset``, ``sample_shape``; images:
-    ``layout`` (class_folders|list_files, the latter inferred from ``lists``), ``homepage``, ``splits``,
-    ``cache``, ``images_per_class``, ``archives`` (``{file, urls, domains, sha256, size, manual_urls, extras,
-    id}``). Any other key is an error naming it."""
+    aliases, lists, eval_lists}``), optional ``root`` (relative to the yaml's folder; default ``data``),
+    ``partial_classes`` (names or indices), ``title``, ``meta``; features/arrays: ``label_offset``,
+    ``sample_shape``; images: ``layout`` (class_folders|list_files, the latter inferred from ``lists``),
+    ``homepage``, ``splits``, ``cache``, ``images_per_class``, ``archives`` (``{file, urls, domains, sha256, size,
+    manual_urls, extras, id}``). Any other key is an error naming it."""
     import yaml
 
     path = Path(path)
@@ -255,7 +260,7 @@ def _image_spec(raw, path: Path, common: dict) -> DatasetSpec:
                          f"domain's label list(s) (relative to the data root)")
     if layout == "class_folders" and any(has_lists):
         raise ValueError(f"key 'domains[{has_lists.index(True)}].lists' is given but layout is class_folders")
-    domains, label_lists = [], []
+    domains, label_lists, eval_lists = [], [], []
     for i, d in enumerate(raw["domains"]):
         name = str(d["name"])
         folder = str(d.get("folder", name)).strip("/")
@@ -264,6 +269,16 @@ def _image_spec(raw, path: Path, common: dict) -> DatasetSpec:
         domains.append(Domain(name, str(d.get("short", name)), folder, _count(d.get("count"), f"domains[{i}].count"),
                               aliases=_names(d.get("aliases") or (), f"domains[{i}].aliases")))
         label_lists += [(name, lst) for lst in _names(d.get("lists") or (), f"domains[{i}].lists")]
+        scored = _names(d.get("eval_lists") or (), f"domains[{i}].eval_lists")
+        if scored and layout != "list_files":
+            raise ValueError(f"key 'domains[{i}].eval_lists' needs the list layout: give the domain's training "
+                             f"lists under 'lists' and its evaluation lists under 'eval_lists'")
+        both = sorted(set(scored) & {lst for dom, lst in label_lists if dom == name})
+        if both:
+            raise ValueError(f"key 'domains[{i}].eval_lists': {both[0]!r} is also in 'lists' (a list is either "
+                             f"trained on or scored)")
+        eval_lists += [(name, lst) for lst in scored]
+        label_lists += eval_lists[len(eval_lists) - len(scored):]
     bad = next((i for i, d in enumerate(domains) if not re.fullmatch(r"[A-Za-z0-9]+", d.short)), None)
     if bad is not None:
         raise ValueError(f"key 'domains[{bad}].short' must be letters and digits (it names tasks 'S->T' and run "
@@ -301,7 +316,7 @@ def _image_spec(raw, path: Path, common: dict) -> DatasetSpec:
                        images_per_class=_count(raw.get("images_per_class"), "images_per_class"),
                        classes_from="" if classes else ("lists" if layout == "list_files" else "folders"),
                        partial_names=() if classes else partial,
-                       cache_images=bool(raw.get("cache", False)), **common)
+                       cache_images=bool(raw.get("cache", False)), eval_lists=tuple(eval_lists), **common)
 
 
 def as_dict(spec: DatasetSpec) -> dict:

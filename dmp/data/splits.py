@@ -22,7 +22,7 @@ from . import registry
 from .load import read_arrays
 from .registry import read_list, write_list
 from .spec import DatasetSpec
-from .verify import check_counts, per_class, scan_domain
+from .verify import _listed, check_counts, per_class, scan_domain
 
 SEED = 0  # the seed of the n<K> subsets; part of the protocol, never changed
 PROTOCOL = 1  # bump when select() changes: the committed splits.json declarations (and DVC) follow
@@ -76,7 +76,9 @@ def prepare(name: str, splits=None, root: Path | None = None) -> list[Path]:
 
     The full lists are (re)built from the extracted data when it is in place (``root``, default
     :func:`registry.data_root`) and its counts verified; otherwise the committed full lists are used.
-    ``splits``: the derived splits to write (default: the dataset's declared ``splits``). Returns the paths."""
+    ``splits``: the derived splits to write (default: the dataset's declared ``splits``). A domain with
+    ``eval_lists`` also gets each split of its two parts (:data:`registry.PARTS`): ``lists/train/`` from the images
+    of its other lists, ``lists/eval/`` from those of its evaluation lists. Returns the paths."""
     spec = registry.get_dataset(name)
     if spec.kind != "images":
         raise ValueError(f"dataset {name!r} is of kind {spec.kind!r}: its splits are derived on load")
@@ -98,13 +100,25 @@ def prepare(name: str, splits=None, root: Path | None = None) -> list[Path]:
     if have_data:
         check_counts(spec, {d: per_class(spec, e) for d, e in fulls.items()}, registry.read_lock(name),
                      lambda rel: str(root / rel))
+    parts = {d.name: {"": fulls[d.name]} for d in spec.domains}
+    for d in {d for d, _ in spec.eval_lists}:
+        scored = (_scored(spec, spec.domain(d), root) if have_data
+                  else {rel for rel, _ in read_list(registry.list_path(name, d, "full", "eval"))})
+        parts[d].update(train=[e for e in fulls[d] if e[0] not in scored], eval=[e for e in fulls[d] if e[0] in scored])
     written = []
     for d in spec.domains:
-        for s in splits:
-            path = registry.lists_dir(name) / f"{d.name}_{s}.txt"
-            write_list(path, derive(fulls[d.name], s, spec))
-            written.append(path)
+        for part, entries in parts[d.name].items():
+            for s in splits:
+                path = registry.list_path(name, d.name, s, part)
+                write_list(path, derive(entries, s, spec))
+                written.append(path)
     return written
+
+
+def _scored(spec: DatasetSpec, domain, root: Path) -> set[str]:
+    """The images of a domain's ``eval_lists`` (as its full list names them)."""
+    return {rel for d, lst in spec.eval_lists if d == domain.name
+            for rel, _ in _listed(spec, domain, root, lst, lambda r: str(root / r))}
 
 
 def load_arrays(name: str, domain: str, split: str = "full") -> tuple[np.ndarray, np.ndarray]:

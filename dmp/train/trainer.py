@@ -456,6 +456,8 @@ class Trainer:
             "code_version": self.provenance[-1]["code_version"],
             "provenance": self.provenance,
             "dataset_version": task.dataset_version,
+            # the target images scored: the adapted-on list, or the domain's eval_lists (DomainNet's protocol)
+            "target_eval": {**task.scored, "count": len(task.target_eval)},
             "weights_sha256": sha256_file(self.weights_file) if self.weights_file else None,
             "weights_file": str(self.weights_file) if self.weights_file else None,
             "packages": packages(),
