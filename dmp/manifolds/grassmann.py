@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from .features import centred, checked_layers, domain_batches, layer_pairs, squared_widths
-from .spectral import ProjectorSpectrum, bmm, frobenius_sq_diff, safe_sqrt, spectral_functions, symmetrize
+from .spectral import ProjectorSpectrum, bmm, frobenius_sq_diff, gram_input, safe_sqrt, spectral_functions
 
 
 def _normalised(hc: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
@@ -46,7 +46,7 @@ def _projector_factors(h_s: list[torch.Tensor], h_t: list[torch.Tensor], dims: l
         gram = bmm(h, h.mT)
         hn.append(h)
         mu.append(m)
-        grams.append(symmetrize(gram) - 1.0 / gram.shape[-1])
+        grams.append(gram_input(gram) - 1.0 / gram.shape[-1])
     spectra = [ProjectorSpectrum(dims[j * len(dims) // len(batches)]) for j in range(len(batches))]
     z = [bmm(s, h) for s, h in zip(spectral_functions(grams, spectra), hn)]
     return layer_pairs(z, len(h_s)), layer_pairs(mu, len(h_s))

@@ -6,7 +6,7 @@ import math
 import torch
 
 from .features import centred, checked_layers, domain_batches, layer_pairs, squared_widths
-from .spectral import LogSpectrum, bmm, frobenius_sq_diff, safe_sqrt, spectral_functions, symmetrize
+from .spectral import LogSpectrum, bmm, frobenius_sq_diff, gram_input, safe_sqrt, spectral_functions
 
 LE_EPS = 1e-3
 """Default regulariser ``eps`` of ``C + eps I`` (absolute, in squared feature units). The paper does not state it;
@@ -46,7 +46,7 @@ def log_euclidean_distance(h_s: torch.Tensor, h_t: torch.Tensor, eps: float = LE
     if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
         raise ValueError(f"eps (Log-Euclidean regulariser) must be a positive finite number, got {eps!r}")
     factors = [_covariance_factor(x) for x in domain_batches(h_s, h_t)]
-    grams = [symmetrize(bmm(a, a.mT)) for a in factors]
+    grams = [gram_input(bmm(a, a.mT)) for a in factors]
     spectra = [LogSpectrum(float(eps))] * len(grams)
     z = [bmm(s, a) for s, a in zip(spectral_functions(grams, spectra), factors)]
     sq, level = frobenius_sq_diff(layer_pairs(z, len(h_s)))

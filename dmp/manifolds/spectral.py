@@ -23,6 +23,7 @@ expansion accurate for float32 features.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -115,8 +116,11 @@ def spectral_functions(grams: list[torch.Tensor], spectra: list[Spectrum]) -> li
     batches = [g if g.dim() == 3 else g.unsqueeze(0) for g in grams]
     out: list = [None] * len(grams)
     for (_, spectrum), idx in groups.items():
-        values = spectral_function(torch.cat([batches[j] for j in idx]) if len(idx) > 1 else batches[idx[0]],
-                                   spectrum)
+        if len(idx) == 1:  # (no cat + split pair)
+            values = spectral_function(grams[idx[0]], spectrum)
+            out[idx[0]] = values
+            continue
+        values = spectral_function(torch.cat([batches[j] for j in idx]), spectrum)
         for j, part in zip(idx, values.split([batches[j].shape[0] for j in idx])):
             out[j] = part if grams[j].dim() == 3 else part.squeeze(0)
     return out
@@ -148,17 +152,23 @@ class ProjectorSpectrum:
     gap_floor: float = 1e-4
 
     def __call__(self, evals: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        n = evals.shape[-1]
-        kept = torch.arange(n, device=evals.device) >= n - self.dim  # eigh sorts ascending
+        kept, both_kept = _kept_masks(evals.shape[-1], self.dim, evals.device)
         root = torch.sqrt(evals.clamp_min(0.0) + self.ridge)
-        values = torch.where(kept, 1.0 / root, 0.0)
-        both_kept = kept[:, None] & kept[None, :]
-        across = kept[:, None] ^ kept[None, :]
+        values = root.reciprocal() * kept.to(root.dtype)  # (times 1 or 0: exact)
         col, row = root.unsqueeze(-1), root.unsqueeze(-2)  # [..., n, 1], [..., 1, n]
         gap = (evals.unsqueeze(-1) - evals.unsqueeze(-2)).abs().clamp_min(self.gap_floor)
+        # kept/dropped: (s_i + s_j) / gap, where one of s_i, s_j is 0; dropped/dropped: (0 + 0) / gap = 0
         divided = torch.where(both_kept, -1.0 / (col * row * (col + row)),
-                              torch.where(across, (values.unsqueeze(-1) + values.unsqueeze(-2)) / gap, 0.0))
+                              (values.unsqueeze(-1) + values.unsqueeze(-2)) / gap)
         return values, divided
+
+
+@functools.lru_cache(maxsize=None)
+def _kept_masks(n: int, dim: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(kept [n], both_kept [n, n])`` of :class:`ProjectorSpectrum`: the ``dim`` largest of ``n`` ascending
+    eigenvalues (``kept`` as 0/1 in float64), made once per shape (constants of every step)."""
+    kept = torch.arange(n, device=device) >= n - dim  # eigh sorts ascending
+    return kept.to(COMPUTE_DTYPE), kept[:, None] & kept[None, :]
 
 
 def _log1p_ratio(x: torch.Tensor) -> torch.Tensor:
@@ -208,28 +218,51 @@ def symmetrize(matrix: torch.Tensor) -> torch.Tensor:
     return 0.5 * (matrix + matrix.mT)
 
 
+def gram_input(gram: torch.Tensor) -> torch.Tensor:
+    """A Gram matrix ``H H^T`` as :func:`spectral_function` takes it: symmetrised on the CPU path (the committed CPU
+    numbers), as it is where batched (:func:`batching`): ``torch.linalg.eigh`` reads only the lower triangle and the
+    Daleckii-Krein backward returns a symmetric gradient, so the symmetrisation and its backward are identities
+    there (three operations each way fewer)."""
+    return gram if batching(gram) else symmetrize(gram)
+
+
 def frobenius_sq_diff(layers: list) -> tuple[torch.Tensor, torch.Tensor]:
     """``(||Z_s^T Z_s - Z_t^T Z_t||_F^2, round-off level)`` of each layer (``[L]`` each), by the expansion
     ``||Z_s Z_s^T||_F^2 + ||Z_t Z_t^T||_F^2 - 2 ||Z_s Z_t^T||_F^2`` (``n x n`` products only).
 
     ``layers``: ``Z [L, 2, n, d]`` (all layers, source and target stacked), or per layer ``Z [2, n, d]`` or a pair
-    ``(Z_s [n_s, d], Z_t [n_t, d])``. Stacked, the squared norms of all layers are one reduction.
-    The three terms are computed by the same expression, so identical source and target give exactly 0.  The
-    round-off level ``64 eps_float64 (ss + tt + 2 st)`` is what :func:`safe_sqrt` treats as zero."""
-    if isinstance(layers, torch.Tensor):
-        flat = layers.flatten(0, 1)                                                   # [2 L, n, d]
-        products = torch.cat([bmm(flat, flat.mT), bmm(layers[:, 0], layers[:, 1].mT)])  # ss, tt per layer; st
-        sums = products.square().sum((-2, -1))
-        sums = torch.cat([sums[:-len(layers)].view(-1, 2), sums[-len(layers):].unsqueeze(1)], 1)
-    elif all(isinstance(z, torch.Tensor) for z in layers):
-        products = torch.cat([p for z in layers for p in (bmm(z, z.mT), (z[0] @ z[1].mT).unsqueeze(0))])
-        sums = products.square().sum((-2, -1)).view(len(layers), 3)
-    else:
-        sums = torch.stack([torch.stack([(a @ b.mT).square().sum() for a, b in ((z_s, z_s), (z_t, z_t), (z_s, z_t))])
-                            for z_s, z_t in layers])
+    ``(Z_s [n_s, d], Z_t [n_t, d])``. Stacked (the batched path, :func:`batching`), the rows of both domains are one
+    matrix ``[Z_s; Z_t]`` whose Gram matrix ``[[ss, st], [ts, tt]]`` is one product, and its squared blocks summed
+    are one reduction: the value is their sum with signs ``[[1, -1], [-1, 1]]`` and the level their plain sum.
+    Per pair (the CPU path), the three terms are computed by the same expression, so identical source and target
+    give exactly 0.  The round-off level ``64 eps_float64 (ss + tt + 2 st)`` is what :func:`safe_sqrt` treats as
+    zero."""
+    if isinstance(layers, torch.Tensor) or all(isinstance(z, torch.Tensor) for z in layers):
+        if isinstance(layers, torch.Tensor):
+            blocks = _squared_blocks(layers)                                   # [L, 2, 2]
+        else:
+            parts = [_squared_blocks(z.unsqueeze(0)) for z in layers]
+            blocks = parts[0] if len(parts) == 1 else torch.cat(parts)
+        signs, total = _block_signs(blocks.device, blocks.dtype), blocks.sum((1, 2))
+        return (blocks * signs).sum((1, 2)), (64 * torch.finfo(total.dtype).eps * total).detach()
+    sums = torch.stack([torch.stack([(a @ b.mT).square().sum() for a, b in ((z_s, z_s), (z_t, z_t), (z_s, z_t))])
+                        for z_s, z_t in layers])
     ss, tt, st = sums.unbind(1)
     level = 64 * torch.finfo(ss.dtype).eps * (ss + tt + 2 * st)
     return ss + tt - 2 * st, level.detach()
+
+
+def _squared_blocks(z: torch.Tensor) -> torch.Tensor:
+    """``[L, 2, 2]``: the squared Frobenius norms of the blocks ``Z_a Z_b^T`` of ``z [L, 2, n, d]``."""
+    rows = z.flatten(1, 2)                                                 # [L, 2 n, d]
+    n = z.shape[2]
+    return torch.bmm(rows, rows.mT).square().view(len(z), 2, n, 2, n).sum((2, 4))
+
+
+@functools.lru_cache(maxsize=None)
+def _block_signs(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """``[[1, -1], [-1, 1]]``: ``ss + tt - st - ts`` (made once: no host-to-device copy per step)."""
+    return torch.tensor([[1.0, -1.0], [-1.0, 1.0]], dtype=dtype, device=device)
 
 
 class _SafeSqrt(torch.autograd.Function):
