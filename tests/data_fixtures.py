@@ -55,14 +55,15 @@ def tiny_image(seed: int, fmt: str = "JPEG") -> bytes:
 
 def checkout_datasets_state() -> dict[str, str]:
     """``{path: sha256}`` of what a test could wrongly write into this checkout's ``datasets/``: every lock file,
-    and the committed lists and declarations of the built-in datasets (a missing file is absent from the dict).
+    the committed lists and declarations of the built-in datasets and ``dvc_stages.yaml`` (a missing file is absent
+    from the dict).
     ``tests/conftest.py`` compares it before and after the session."""
     import hashlib
 
     from dmp.data.catalog import BUILTIN
 
     root = registry.PROJECT / "datasets"
-    paths = set(root.glob("*/lock.json"))
+    paths = set(root.glob("*/lock.json")) | set(root.glob("dvc_stages.yaml"))  # and which datasets have DVC stages
     for spec in BUILTIN:
         paths |= set((root / spec.name).glob("lists/*.txt")) | set((root / spec.name).glob("*.json"))
     return {p.relative_to(registry.PROJECT).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()

@@ -374,10 +374,11 @@ def test_extract_features_of_a_user_dataset_is_declared_beside_it(user, monkeypa
 @pytest.mark.slow
 def test_a_folder_and_a_list_dataset_run_through_snakemake_to_a_table(tmp_path, monkeypatch):
     """A fresh user: two datasets declared and their data kept outside the checkout (DMP_DATASETS_DIR,
-    DMP_DATA_DIR), a folder one (DomainBed's layout) and a list one (DomainNet's), fetched (lock and lists written
-    beside each declaration), then one `snakemake all_tables` whose table holds a row of each."""
+    DMP_DATA_DIR), a folder one (DomainBed's layout) and a list one (DomainNet's, scored on its test lists:
+    eval_lists), fetched (lock and lists written beside each declaration), then one `snakemake all_tables` whose
+    table holds a row of each."""
     decl, data, results = tmp_path / "decl", tmp_path / "data", tmp_path / "results"
-    for name, text, make in (("mine", FOLDERS_YAML, make_folders), ("mylists", LISTS_YAML, make_lists)):
+    for name, text, make in (("mine", FOLDERS_YAML, make_folders), ("mylists", EVAL_YAML, make_eval_lists)):
         (decl / name).mkdir(parents=True)
         (decl / name / "dataset.yaml").write_text(text)
         make(data / name)
@@ -400,6 +401,12 @@ def test_a_folder_and_a_list_dataset_run_through_snakemake_to_a_table(tmp_path, 
     classes = {p.parts[len(results.parts) + 1]: json.loads(p.read_text())["class_names"]
                for p in (results / "runs").rglob("metrics.json")}
     assert classes == {"mine": ["The_Eiffel_Tower", "cat", "dog"], "mylists": list(LIST_CLASSES)}
+    scored = {p.parts[len(results.parts) + 1]: json.loads(p.read_text())["target_eval"]
+              for p in (results / "runs").rglob("metrics.json")}
+    assert scored["mine"] == {"domain": "photo", "split": "full", "part": "", "list": "lists/photo_full.txt",
+                              "count": sum(FOLDER_COUNTS["photo"].values())}
+    assert scored["mylists"] == {"domain": "real", "split": "full", "part": "eval", "list": "lists/eval/real_full.txt",
+                                 "count": 3}  # real_test.txt of make_eval_lists, not the 5 adapted on
 
 
 def test_before_the_first_fetch_the_suite_validates_and_data_list_says_where_the_classes_come_from(user, capsys):
