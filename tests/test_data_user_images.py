@@ -309,6 +309,7 @@ def test_eval_lists_adapt_on_the_train_lists_and_score_the_test_lists(user):
     train list and scored on its test list; metrics.json records the list scored and its count. A dataset without
     eval_lists keeps the paper's protocol (scored on the images adapted on)."""
     from dmp.config import resolve
+    from dmp.data import splits
     from dmp.data.inputs import build_task
 
     folder = user.declare("dn", EVAL_YAML, make_eval_lists)
@@ -326,6 +327,7 @@ def test_eval_lists_adapt_on_the_train_lists_and_score_the_test_lists(user):
     task = build_task(cfg)
     parts = (task.source_train, task.source_eval, task.target_train, task.target_eval)
     assert [len(p) for p in parts] == [5, 5, 5, 3]
+    assert splits.split_size("dn", "c", "full") == 5  # `config --schedule`: the epoch of the images trained on
     assert sorted(task.target_eval.labels.tolist()) == [0, 1, 2]
     assert task.scored == {"domain": "real", "split": "full", "part": "eval", "list": "lists/eval/real_full.txt"}
     out = user.path / "run"

@@ -132,9 +132,13 @@ def load_arrays(name: str, domain: str, split: str = "full") -> tuple[np.ndarray
 def split_size(name: str, domain: str, split: str) -> int:
     """Number of samples in ``split`` of ``domain``, from the registry's declared counts where the split
     definition allows it (``full``: the domain's count; ``n<K>``: K per class), otherwise from the committed
-    list. Needs no data (``python -m dmp config --schedule``)."""
+    list. Needs no data (``python -m dmp config --schedule``). A domain with ``eval_lists`` counts the part a run
+    trains on (:func:`registry.run_lists`), from its committed list."""
     spec = registry.get_dataset(name)
     dom = spec.domain(domain)
+    part = registry.run_lists(name, dom.name, split, dom.name, split)["source_train"][2]
+    if part:
+        return len(read_list(registry.list_file(name, dom.name, split, part)))
     m = re.fullmatch(r"n(\d+)", split)
     if split == "full" and dom.count is not None:
         return dom.count
