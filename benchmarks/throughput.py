@@ -43,7 +43,8 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dmp.config import resolve  # noqa: E402
-from dmp.data.inputs import BatchStream, ImageListDataset, Task, image_transforms, loader_options  # noqa: E402
+from dmp.data.inputs import (BatchStream, CachedImages, ImageListDataset, Task, image_transforms,  # noqa: E402
+                             loader_options)
 from dmp.train.trainer import Trainer  # noqa: E402
 from torch.utils.data import Subset  # noqa: E402
 
@@ -172,7 +173,9 @@ def anchor_pass(trainer, n_full: int, n_target: int, repeats: int = 2):
     full = trainer.task
 
     def once(n):
-        trainer.task = dataclasses.replace(full, source_eval=Subset(full.source_eval, range(n)))
+        part = (full.source_eval.subset(range(n)) if isinstance(full.source_eval, CachedImages)
+                else Subset(full.source_eval, range(n)))
+        trainer.task = dataclasses.replace(full, source_eval=part)
         before = trainer.anchor_seconds
         trainer.refresh_anchors()
         return trainer.anchor_seconds - before
@@ -324,6 +327,10 @@ def main(argv=None):
     ap.add_argument("--n-target", type=int, help="target set size for the partial anchor share")
     ap.add_argument("--data", type=Path, help="folder for the generated images (default: a temporary one)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    ap.add_argument("--input-cache", action="store_true",
+                    help="read the images from an input cache (config input_cache, dmp/data/cache.py) built first "
+                         "from the generated JPEGs: decoded and resized once; crops, flips and normalisation of "
+                         "whole batches on the device")
     ap.add_argument("--suite-hours", type=Path, metavar="CONFIG",
                     help="print instead the estimated device hours of `snakemake all_tables` for this suite "
                          "config (e.g. config/config.yaml), from the paper's time table or --figures")
@@ -353,17 +360,37 @@ def main(argv=None):
         t0 = time.perf_counter()
         lists = {d: make_images(data, d, size["images"], classes) for d in DOMAINS}
         gen_s = time.perf_counter() - t0
-        train_tf = image_transforms(True, size["resize"], size["crop"])
-        eval_tf = image_transforms(False, size["resize"], size["crop"])
-        ds = {d: ImageListDataset(data, lists[d], train_tf, num_classes=len(classes)) for d in DOMAINS}
-        src_eval = ImageListDataset(data, lists[args.source], eval_tf, num_classes=len(classes))
-        tgt_eval = ImageListDataset(data, lists[args.target], eval_tf, num_classes=len(classes))
+        cache_s = None
+        if args.input_cache:  # the cache of each domain's images, then its crops as the trainer reads them
+            from dmp.config import resolve_workers
+            from dmp.data.cache import write_pixels
+            from dmp.data.registry import read_list
+            t0, held = time.perf_counter(), {}
+            for d in DOMAINS:
+                entries = read_list(lists[d])
+                write_pixels(tmp / "cache" / f"{d}.npy", data, [p for p, _ in entries], size["resize"],
+                             resolve_workers("auto" if args.workers is None else args.workers), progress=False)
+                held[d] = (np.load(tmp / "cache" / f"{d}.npy", mmap_mode="r"), np.arange(len(entries)),
+                           [lab for _, lab in entries])
+            cache_s = time.perf_counter() - t0
+            ds = {d: CachedImages(*held[d], size["crop"], True) for d in DOMAINS}
+            src_eval = CachedImages(*held[args.source], size["crop"], False)
+            tgt_eval = CachedImages(*held[args.target], size["crop"], False)
+        else:
+            train_tf = image_transforms(True, size["resize"], size["crop"])
+            eval_tf = image_transforms(False, size["resize"], size["crop"])
+            ds = {d: ImageListDataset(data, lists[d], train_tf, num_classes=len(classes)) for d in DOMAINS}
+            src_eval = ImageListDataset(data, lists[args.source], eval_tf, num_classes=len(classes))
+            tgt_eval = ImageListDataset(data, lists[args.target], eval_tf, num_classes=len(classes))
         task = Task(ds[args.source], src_eval, ds[args.target], tgt_eval, classes, 3, None, "benchmark")
 
         dmp = build_trainer("dmp", task, args, size, tmp)
         src = build_trainer("source_only", task, args, size, tmp)
         src.model.load_state_dict(dmp.model.state_dict())
         device = dmp.device
+        for part in ds.values():  # (the domain outside the task too: its pipeline figure)
+            if isinstance(part, CachedImages):
+                part.device = device
         notes = []
         queue = loader_options(dmp.workers)["prefetch_factor"] or 0
         if dmp.workers and steps < 2 * queue * dmp.workers:
@@ -416,6 +443,7 @@ def main(argv=None):
         "warmup": warmup, "images_per_domain": size["images"], "workers": dmp.workers,
         "precision": args.precision, "channels_last": dmp.channels_last, "pin_memory": dmp.pin_memory,
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark), "task": f"{args.source}->{args.target}",
+        "input_cache": bool(args.input_cache), "cache_build_seconds": cache_s,
         "pipeline_images_per_s": pipe,
         "model_images_per_s": {"source_only": b / t_model_src, "two_domain_ce": 2 * b / t_model_both,
                                "dmp": 2 * b / t_model_dmp},
@@ -455,6 +483,9 @@ def report(r):
           f"JPEGs per domain; task {r['task']}")
     print(f"precision={r['precision']} channels_last={r['channels_last']} pin_memory={r['pin_memory']} "
           f"cudnn.benchmark={r['cudnn_benchmark']} workers/stream={r['workers']}")
+    if r.get("input_cache"):
+        print(f"input cache: on (built from the generated JPEGs in {r['cache_build_seconds']:.1f} s; batches cut "
+              f"from it, normalised on {r['device']}; no decoding workers)")
     print("input pipeline alone            " + "  ".join(
         f"{d} {v:8.1f} images/s" for d, v in r["pipeline_images_per_s"].items()))
     m, e = r["model_images_per_s"], r["end_to_end_images_per_s"]

@@ -98,12 +98,29 @@ class _Resized:
         return np.ascontiguousarray(np.asarray(self.resize(img), dtype=np.uint8).transpose(2, 0, 1))
 
 
-def build(name: str, domain: str, size: int = 256, workers: int = 0, progress: bool = True) -> Path:
-    """Decode and resize every image of ``domain``'s full list into its cache; returns the index path. Skipped
-    (returns at once) when an up-to-date cache is in place."""
+def write_pixels(path, root, paths, size: int, workers: int = 0, progress: bool = True, desc: str = "cache"):
+    """Decode the images ``root/paths[i]``, resize them to ``size x size`` and write them in order to the ``.npy``
+    file ``path`` as uint8 ``[N, 3, size, size]``, atomically (decoded by ``workers`` DataLoader processes)."""
     from torch.utils.data import DataLoader
     from tqdm import tqdm
 
+    loader = DataLoader(_Resized(root, paths, size), batch_size=16, num_workers=workers, collate_fn=np.stack)
+    shape = (len(paths), 3, size, size)
+
+    def write(fh):
+        np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)),
+                                                  "fortran_order": False, "shape": shape})
+        with tqdm(total=len(paths), desc=desc, unit="img", disable=not progress) as bar:
+            for batch in loader:
+                fh.write(batch.tobytes())
+                bar.update(len(batch))
+
+    atomic_write(path, write)
+
+
+def build(name: str, domain: str, size: int = 256, workers: int = 0, progress: bool = True) -> Path:
+    """Decode and resize every image of ``domain``'s full list into its cache; returns the index path. Skipped
+    (returns at once) when an up-to-date cache is in place."""
     spec = registry.get_dataset(name)
     if spec.kind != "images":
         raise ValueError(f"dataset {name!r} is of kind {spec.kind!r}: its samples are held in memory already; the "
@@ -124,22 +141,9 @@ def build(name: str, domain: str, size: int = 256, workers: int = 0, progress: b
         if all(old.get(k) == v for k, v in versions.items()) and old.get("size") == size:
             return index
     paths = [p for p, _ in entries]
-    loader = DataLoader(_Resized(root, paths, size), batch_size=16, num_workers=workers,
-                        collate_fn=np.stack)
-    shape = (len(paths), 3, size, size)
-
-    def write(fh):
-        np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)),
-                                                  "fortran_order": False, "shape": shape})
-        bar = tqdm(total=len(paths), desc=f"cache {name} {domain} {size}px", unit="img", disable=not progress)
-        for batch in loader:
-            fh.write(batch.tobytes())
-            bar.update(len(batch))
-        bar.close()
-
-    atomic_write(pixels, write)
+    write_pixels(pixels, root, paths, size, workers, progress, desc=f"cache {name} {domain} {size}px")
     write_json(index, {"dataset": name, "domain": spec.domain(domain).name, "size": size, **versions,
-                       "list": str(lst.name), "shape": list(shape), "dtype": "uint8", "paths": paths,
+                       "list": str(lst.name), "shape": [len(paths), 3, size, size], "dtype": "uint8", "paths": paths,
                        "labels": [lab for _, lab in entries]})
     return index
 
