@@ -215,6 +215,10 @@ PARAMS: dict[str, Param] = {
     "precision": Param("fp32", "fp32, or bf16 = torch.autocast(bfloat16) on the model's forward passes (training, "
                        "anchor pass, evaluation); losses and manifold distances stay fp32/fp64",
                        **_choice("fp32", "bf16")),
+    "compile": Param("auto", "torch.compile of the training step (dmp/train/compiled.py): off = eager; loss = the "
+                     "method's loss terms compiled; step = the forward and loss compiled (CUDA graphs on CUDA); auto = "
+                     "off on the CPU and when deterministic, else a compiled mode (DMP and source-only methods)",
+                     **_choice("auto", "off", "loss", "step")),
     "checkpoint_every": Param(500, "iterations between checkpoints", **_pos_int()),
     "log_every": Param(10, "iterations between log.csv rows", **_pos_int()),
     "log_accuracy_every": Param(0, "iterations between target-accuracy measurements for the convergence figure "

@@ -16,7 +16,7 @@ __all__ = ["CheckpointError", "LOCK_FILE", "RUNTIME_KEYS", "RunFolderBusy", "che
            "save_torch", "write_config"]
 
 # Config keys that change how a run executes, not what it computes: a run may resume with other values.
-RUNTIME_KEYS = ("threads", "num_workers", "device", "checkpoint_every", "input_cache")
+RUNTIME_KEYS = ("threads", "num_workers", "device", "checkpoint_every", "compile", "input_cache")
 RUN_FILES = ("checkpoint.pt", "metrics.json", "log.csv")
 
 

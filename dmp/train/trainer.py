@@ -29,7 +29,7 @@ from ..io import remove_temp_files, sha256_file, write_errors_named
 from ..models import DMPNet, batch_statistics, build_backbone
 from ..weighting import class_weights
 from . import checkpoint as ckpt
-from . import snapshot
+from . import compiled, snapshot
 from .devices import gpu_info
 from .evaluate import classification_report, interpolation_report, predict
 from .provenance import code_version, git_commit, packages
@@ -138,6 +138,9 @@ class Trainer:
         self.accuracy_log: list[list[float]] = []  # [iteration, target accuracy %] (log_accuracy_every)
         # Provenance of the code that actually runs, taken now (a resumed run appends its own).
         self.provenance = [{"git_commit": git_commit(), "code_version": code_version(), "from_iteration": 0}]
+        # config compile (dmp/train/compiled.py): the step's forward and loss, eager or through torch.compile
+        self.compile_mode = compiled.resolve_mode(cfg, self.device, self.method)
+        self.compiled = compiled.Step(self, self.compile_mode)
 
     # -- anchors ---------------------------------------------------------------------------------------
     @property
@@ -237,26 +240,13 @@ class Trainer:
         progress = it / self.sched["iterations"]
         set_lr(self.opt, lr_factor(cfg["lr_schedule"], progress))
         ys = ys.to(self.device, non_blocking=self.pin_memory)
-        feats_s, logits_s = self.forward(xs)
-        ce = F.cross_entropy(logits_s, ys)
-        ctx = methods.StepContext(cfg, it, progress, self.sched, self.task.num_classes, self.device, feats_s,
-                                  logits_s, ys, anchors=self.anchors if needs.anchors else None,
-                                  mean_prediction=self.anchors.mean_prediction, modules=self.modules)
-        if needs.target == "loss":
-            ctx.feats_t, ctx.logits_t = self.forward(xt)
-            ctx.p_t = torch.softmax(ctx.logits_t, 1)
-            ctx.class_weights = self._device_weights()
-        elif needs.target == "bn" and xt is not None:  # the target batch updates BatchNorm's running statistics only
-            with torch.no_grad():
-                self.forward(xt)
-        terms = self.method.losses(ctx)
-        parts = {"ce": ce, **terms}
-        loss = self.method.total(ce, terms, ctx)
+        weights = self._device_weights() if needs.target == "loss" else None
+        loss, parts, feats_s, p_t = self.compiled(it, progress, xs, ys, xt, weights)
         if needs.target == "loss" and cfg["anchor_mode"] == "accumulate":
             if needs.anchors:
                 self.anchors.add_source(feats_s, ys)
             if needs.mean_prediction:
-                self.anchors.add_target(ctx.p_t)
+                self.anchors.add_target(p_t)
         self._nonfinite_at.masked_fill_(~torch.isfinite(loss.detach()) & (self._nonfinite_at < 0), it)
         row = None
         if log:
@@ -273,6 +263,25 @@ class Trainer:
         loss.backward()
         self.opt.step()
         return row
+
+    def objective(self, it, progress, xs, ys, xt, class_weights):
+        """The forward passes and the method's objective of one step (what config ``compile`` compiles, whole or its
+        loss part :meth:`compiled.Step.loss`): ``(loss, {"ce": ..., **terms}, source features, target softmax)``."""
+        cfg, needs = self.cfg, self.needs
+        feats_s, logits_s = self.forward(xs)
+        ce = F.cross_entropy(logits_s, ys)
+        ctx = methods.StepContext(cfg, it, progress, self.sched, self.task.num_classes, self.device, feats_s,
+                                  logits_s, ys, anchors=self.anchors if needs.anchors else None,
+                                  mean_prediction=self.anchors.mean_prediction, modules=self.modules)
+        if needs.target == "loss":
+            ctx.feats_t, ctx.logits_t = self.forward(xt)
+            ctx.p_t = torch.softmax(ctx.logits_t, 1)
+            ctx.class_weights = class_weights
+        elif needs.target == "bn" and xt is not None:  # the target batch updates BatchNorm's running statistics only
+            with torch.no_grad():
+                self.forward(xt)
+        loss, terms = self.compiled.loss(ctx, ce)
+        return loss, {"ce": ce, **terms}, feats_s, ctx.p_t
 
     def check_finite(self, it, first: int | None = None):
         """Raise if a step up to ``it`` had a non-finite loss (``first``: the flag, if already read)."""

@@ -1,0 +1,136 @@
+"""Config ``compile``: the training step through ``torch.compile`` (a host-bound step launches ~1,000 small kernels).
+
+Modes (:func:`resolve_mode`):
+
+* ``off`` - the eager step (:meth:`Trainer.objective` as written): a deterministic run's numbers, bit for bit.
+* ``loss`` - the method's loss terms and objective (``method.losses(ctx)`` and ``method.total``, what follows the
+  forward passes) compiled into one graph; the forward passes and the backward of the network stay eager.
+* ``step`` - the whole forward and loss of a step (:meth:`Trainer.objective`) compiled; its backward comes from
+  AOTAutograd. On CUDA with the inductor backend it is compiled with ``mode="reduce-overhead"``: the step replays as
+  CUDA graphs (static shapes: ``BatchStream`` always yields ``batch_size`` samples).
+* ``auto`` (the default) - ``off`` on the CPU and whenever ``deterministic: true`` (bit-reproducibility is the run's
+  contract); on CUDA with ``deterministic: false``, :data:`AUTO_CUDA`.
+
+A FUNCTION is compiled, never the model: ``Trainer.model`` stays the ``DMPNet`` (checkpoints keep their
+``state_dict`` keys, a run resumes under any mode). Graphs are compiled with ``dynamic=False`` and see no Python
+value that changes every step: the iteration reaches a compiled step as :func:`switch_iteration`, the smallest
+iteration with the same start switches (``it >= sched["<term>_start_iteration"]``), so a run compiles one graph per
+combination of switches (two for DMP's inter/intra warm-up), and the anchors and class weights are tensors (a
+refresh replaces them without a recompilation). Only the methods of :data:`COMPILABLE`, whose terms depend on the
+iteration through those switches alone, are compiled; a method that draws per-iteration random masks or follows
+the training progress (gradient reversal) would compile a graph per step.
+
+``DMP_COMPILE_BACKEND`` (environment, default ``inductor``) names another ``torch.compile`` backend (``aot_eager``:
+the same graph capture and AOTAutograd backward without code generation; the tests use it, inductor costs tens of
+seconds of C++ compilation per graph on a CPU).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+import torch
+
+from ..config import ConfigError
+
+MODES = ("auto", "off", "loss", "step")
+# What ``auto`` means on CUDA when the run is not deterministic. ``loss`` until a GPU measurement of ``step``
+# (CUDA graphs) against it decides (benchmarks/step_overhead.py --compile, docs/benchmarks.md).
+AUTO_CUDA = "loss"
+BACKEND_ENV = "DMP_COMPILE_BACKEND"
+# Methods whose terms depend on the iteration only through the schedule's start switches (and not on
+# ``ctx.progress`` nor on per-iteration random generators): the only ones a compiled step serves exactly.
+COMPILABLE = ("source_only", "source_only_bn", "dmp", "dmp_no_al", "dmp_no_ds", "dmp_ent")
+
+
+def backend() -> str:
+    return os.environ.get(BACKEND_ENV, "inductor")
+
+
+def resolve_mode(cfg: dict, device: torch.device, method) -> str:
+    """The mode a run's ``compile`` key means on ``device`` for ``method`` (``off``, ``loss`` or ``step``); a mode
+    that cannot work here raises :class:`ConfigError` naming the key, before any training."""
+    mode = cfg["compile"]
+    if mode == "auto":
+        return AUTO_CUDA if device.type == "cuda" and not cfg["deterministic"] and method.name in COMPILABLE \
+            and _unavailable(device) is None else "off"
+    if mode == "off":
+        return mode
+    if method.name not in COMPILABLE:
+        raise ConfigError(f"config key 'compile' = {mode!r}: method {method.name!r} depends on the iteration beyond "
+                          f"the start switches (progress or per-iteration random masks), so a compiled step would "
+                          f"recompile every iteration; compiled methods: {', '.join(COMPILABLE)}; use compile: off")
+    why = _unavailable(device)
+    if why:
+        raise ConfigError(f"config key 'compile' = {mode!r}: torch.compile is unavailable here ({why}); use "
+                          f"compile: off")
+    return mode
+
+
+def _unavailable(device: torch.device) -> str | None:
+    """Why ``torch.compile`` with :func:`backend` cannot run on ``device``, or None."""
+    import torch._dynamo
+
+    name = backend()
+    if not torch._dynamo.is_dynamo_supported():
+        return "torch.compile does not support this Python"
+    if name not in torch._dynamo.list_backends(exclude_tags=()):
+        return f"no torch.compile backend {name!r} ({BACKEND_ENV})"
+    if name == "inductor":
+        if device.type == "cuda":
+            from torch.utils._triton import has_triton
+            if not has_triton():
+                return "the inductor backend needs triton on CUDA"
+        elif not shutil.which(os.environ.get("CXX", "g++")) and not shutil.which("c++"):
+            return "the inductor backend needs a C++ compiler on the CPU (g++)"
+    return None
+
+
+def switch_iteration(it: int, sched: dict) -> int:
+    """The smallest iteration with the same start switches as ``it``: ``0`` or the latest
+    ``sched["<term>_start_iteration"]`` reached (``s >= t`` for every start ``t`` exactly when ``it >= t``)."""
+    return max([0] + [t for k, t in sched.items() if k.endswith("_start_iteration") and t <= it])
+
+
+def losses_and_total(method, ctx, ce):
+    """The method's terms and objective of one step: ``(total, terms)`` (what ``compile: loss`` compiles)."""
+    terms = method.losses(ctx)
+    return method.total(ce, terms, ctx), terms
+
+
+class Step:
+    """The forward and loss of a trainer's step under mode ``mode``: ``step(it, progress, xs, ys, xt, weights)``
+    returns :meth:`Trainer.objective`'s ``(loss, parts, source features, target softmax)``; ``loss(ctx, ce)`` is
+    :func:`losses_and_total` (compiled in mode ``loss``)."""
+
+    def __init__(self, trainer, mode: str):
+        self.mode, self.trainer = mode, trainer
+        self.cuda_graphs = mode == "step" and trainer.device.type == "cuda" and backend() == "inductor"
+        method = trainer.method
+
+        def loss(ctx, ce):
+            return losses_and_total(method, ctx, ce)
+
+        self.loss = self._compile(loss) if mode == "loss" else loss
+        self._objective = self._compile(trainer.objective) if mode == "step" else trainer.objective
+
+    def _compile(self, fn):
+        opts = dict(mode="reduce-overhead") if self.cuda_graphs else {}
+        return torch.compile(fn, backend=backend(), dynamic=False, **opts)
+
+    def __call__(self, it, progress, xs, ys, xt, weights):
+        if self.mode == "off":
+            return self._objective(it, progress, xs, ys, xt, weights)
+        sched = self.trainer.sched
+        it = switch_iteration(it, sched)
+        progress = it / sched["iterations"]
+        if self.mode == "step":  # the batches reach the graph on the device (copies are no graph operation)
+            xs, xt = self.trainer.to_device(xs), None if xt is None else self.trainer.to_device(xt)
+            if self.cuda_graphs:
+                torch.compiler.cudagraph_mark_step_begin()  # the last step's outputs are read: reuse their memory
+        try:
+            return self._objective(it, progress, xs, ys, xt, weights)
+        except torch._dynamo.exc.BackendCompilerFailed as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(f"config key 'compile' = {self.mode!r}: torch.compile failed ({first[:200]}); use "
+                              f"compile: off") from None

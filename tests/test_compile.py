@@ -1,0 +1,186 @@
+"""Config ``compile`` (dmp/train/compiled.py): ``off`` is the eager step bit for bit; ``loss`` and ``step`` agree with
+it to float tolerance, compile a bounded number of graphs, resume across modes with the model's own state_dict keys;
+bad values and impossible modes are one-line errors naming the key.
+
+The fast tests compile with the ``aot_eager`` backend (graph capture and AOTAutograd backward, no code generation);
+one slow test compiles with inductor (C++ code generation on the CPU)."""
+import csv
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch._dynamo
+import torch.nn.functional as F
+
+from dmp import methods
+from dmp.config import ConfigError, resolve
+from dmp.train import Trainer, train
+from dmp.train import compiled
+from tests.synthetic import shift_task, small_cfg
+
+STEPS = dict(iterations=24, intra_start=8, anchor_period=10, log_every=1, checkpoint_every=1000,
+             bottleneck_dims=[32, 16], batch_size=16, save_features=0, interpolation_per_class=4)
+
+
+@pytest.fixture
+def aot_eager(monkeypatch):
+    monkeypatch.setenv(compiled.BACKEND_ENV, "aot_eager")
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    yield
+    torch._dynamo.reset()
+
+
+def log_rows(folder):
+    with open(folder / "log.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+class EagerReference(Trainer):
+    """The trainer with the step as it was written before ``compile`` existed (verbatim, logging aside): the
+    reference ``compile: off`` must equal bit for bit."""
+
+    def step(self, it, xs, ys, xt, log: bool = True):
+        cfg, needs = self.cfg, self.needs
+        self.model.train()
+        progress = it / self.sched["iterations"]
+        from dmp.train.schedule import lr_factor, set_lr
+        set_lr(self.opt, lr_factor(cfg["lr_schedule"], progress))
+        ys = ys.to(self.device)
+        feats_s, logits_s = self.forward(xs)
+        ce = F.cross_entropy(logits_s, ys)
+        ctx = methods.StepContext(cfg, it, progress, self.sched, self.task.num_classes, self.device, feats_s,
+                                  logits_s, ys, anchors=self.anchors if needs.anchors else None,
+                                  mean_prediction=self.anchors.mean_prediction, modules=self.modules)
+        ctx.feats_t, ctx.logits_t = self.forward(xt)
+        ctx.p_t = torch.softmax(ctx.logits_t, 1)
+        ctx.class_weights = self._device_weights()
+        terms = self.method.losses(ctx)
+        parts = {"ce": ce, **terms}
+        loss = self.method.total(ce, terms, ctx)
+        if cfg["anchor_mode"] == "accumulate":
+            self.anchors.add_source(feats_s, ys)
+            if needs.mean_prediction:
+                self.anchors.add_target(ctx.p_t)
+        row = None
+        if log:
+            values = [float(v.detach()) for v in (loss, *parts.values())]
+            row = dict(zip(parts, values[1:]), iteration=it, lr=self.opt.param_groups[self._head_group]["lr"],
+                       loss=values[0])
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        return row
+
+
+@pytest.mark.parametrize("mode, setting", [("full_pass", "vanilla"), ("accumulate", "partial")])
+def test_off_is_the_eager_step_bit_for_bit(tmp_path, monkeypatch, mode, setting):
+    part = 3 if setting == "partial" else None
+    cfg = resolve(small_cfg(compile="off", anchor_mode=mode, setting=setting, **STEPS))
+    ref = EagerReference(cfg, shift_task(target_classes=part), tmp_path / "ref", progress=False).run()
+
+    def no_compile(*a, **k):
+        raise AssertionError("compile: off called torch.compile")
+    monkeypatch.setattr(torch, "compile", no_compile)
+    run = Trainer(cfg, shift_task(target_classes=part), tmp_path / "off", progress=False).run()
+    assert (tmp_path / "ref" / "log.csv").read_text() == (tmp_path / "off" / "log.csv").read_text()
+    assert (run["accuracy"], run["class_weights"]) == (ref["accuracy"], ref["class_weights"])
+    auto = train(small_cfg(anchor_mode=mode, setting=setting, **STEPS), tmp_path / "auto",
+                 task=shift_task(target_classes=part), progress=False)  # auto on the CPU: off
+    assert (tmp_path / "auto" / "log.csv").read_text() == (tmp_path / "off" / "log.csv").read_text()
+    assert auto["config"]["compile"] == "auto"
+
+
+@pytest.mark.parametrize("mode", ["loss", "step"])
+def test_compiled_modes_agree_with_off_and_compile_two_graphs(tmp_path, aot_eager, mode):
+    """24 steps with anchor refreshes at 0, 10, 20 (new anchor tensors) and the intra-class term switched on at
+    iteration 8: two graphs (before and after the switch), whatever the iteration, anchors or class weights."""
+    cfg = small_cfg(**STEPS)
+    train(dict(cfg, compile="off"), tmp_path / "off", task=shift_task(), progress=False)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 0
+    train(dict(cfg, compile=mode), tmp_path / mode, task=shift_task(), progress=False)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 2
+    off, on = log_rows(tmp_path / "off"), log_rows(tmp_path / mode)
+    assert len(off) == len(on) == 24
+    assert float(off[-1]["intra"]) != 0 and float(off[0]["intra"]) == 0  # the switch happened in the window
+    for a, b in zip(off, on):
+        for key in ("loss", "ce", "inter", "intra", "align"):
+            assert float(b[key]) == pytest.approx(float(a[key]), rel=1e-4, abs=1e-6), (a["iteration"], key)
+
+
+def test_resume_across_modes_keeps_the_state_dict_keys(tmp_path, aot_eager):
+    cfg = small_cfg(**STEPS)
+    full = train(dict(cfg, compile="off"), tmp_path / "a", task=shift_task(), progress=False)
+    assert train(dict(cfg, compile="step"), tmp_path / "b", task=shift_task(), progress=False, stop_after=12) is None
+    saved = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["model"]
+    eager = Trainer(resolve(dict(cfg, compile="off")), shift_task(), tmp_path / "c", progress=False)
+    assert list(saved) == list(eager.model.state_dict())  # no "_orig_mod." prefix: the model is never wrapped
+    resumed = train(dict(cfg, compile="loss"), tmp_path / "b", task=shift_task(), progress=False)
+    assert resumed["provenance"][-1]["from_iteration"] == 12
+    off, on = log_rows(tmp_path / "a"), log_rows(tmp_path / "b")
+    assert [r["iteration"] for r in on] == [str(i) for i in range(24)]
+    for a, b in zip(off, on):
+        assert float(b["loss"]) == pytest.approx(float(a["loss"]), rel=1e-4)
+    assert resumed["accuracy"] == pytest.approx(full["accuracy"], abs=1.0)
+
+
+def test_switch_iteration_keeps_every_start_switch():
+    sched = {"iterations": 100, "inter_start_iteration": 5, "intra_start_iteration": 30, "anchor_period": 7}
+    for it in range(100):
+        s = compiled.switch_iteration(it, sched)
+        assert [s >= sched[k] for k in ("inter_start_iteration", "intra_start_iteration")] == \
+               [it >= sched[k] for k in ("inter_start_iteration", "intra_start_iteration")]
+    assert sorted({compiled.switch_iteration(it, sched) for it in range(100)}) == [0, 5, 30]
+
+
+def test_auto_is_off_on_the_cpu_and_when_deterministic(monkeypatch):
+    monkeypatch.setenv(compiled.BACKEND_ENV, "aot_eager")
+    cfg = resolve(small_cfg())
+    dmp, dann = methods.get("dmp"), methods.get("dann")
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert compiled.resolve_mode(cfg, cpu, dmp) == "off"
+    assert compiled.resolve_mode(cfg, cuda, dmp) == "off"  # deterministic: true (the default)
+    assert compiled.resolve_mode(dict(cfg, deterministic=False), cuda, dmp) == compiled.AUTO_CUDA
+    assert compiled.resolve_mode(dict(cfg, deterministic=False), cuda, dann) == "off"
+    assert compiled.resolve_mode(dict(cfg, compile="step"), cpu, dmp) == "step"
+
+
+@pytest.mark.parametrize("over, env, match", [
+    (dict(compile="yes"), None, r"config key 'compile' = 'yes' is invalid: expected one of auto, off, loss, step"),
+    (dict(compile="loss", method="dann"), None, r"config key 'compile' = 'loss': method 'dann'"),
+    (dict(compile="step"), "no_such_backend", r"config key 'compile' = 'step': .*no torch.compile backend"),
+])
+def test_bad_compile_values_are_one_line_errors_before_training(tmp_path, monkeypatch, over, env, match):
+    if env:
+        monkeypatch.setenv(compiled.BACKEND_ENV, env)
+    with pytest.raises(ConfigError, match=match) as err:
+        train(small_cfg(**over), tmp_path, task=shift_task(), progress=False)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def test_command_line_reports_a_bad_compile_value_in_one_line():
+    proc = subprocess.run([sys.executable, "-m", "dmp", "config", "dataset=office31", "source=amazon",
+                           "target=webcam", "compile=graphs"], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().count("\n") == 0 and "'compile'" in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow
+def test_inductor_loss_agrees_with_off(tmp_path, monkeypatch):
+    """The default backend (inductor: C++ code generated for the CPU), one graph (intra-class term on from the
+    start), a few steps. Scalar C++ (no SIMD) halves the compilation time (~50 s to ~28 s on 2 cores, cold cache)."""
+    import torch._inductor.config
+
+    monkeypatch.setattr(torch._inductor.config.cpp, "simdlen", 1)
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    cfg = small_cfg(**dict(STEPS, iterations=4, intra_start=0))
+    train(dict(cfg, compile="off"), tmp_path / "off", task=shift_task(), progress=False)
+    train(dict(cfg, compile="loss"), tmp_path / "loss", task=shift_task(), progress=False)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+    torch._dynamo.reset()
+    for a, b in zip(log_rows(tmp_path / "off"), log_rows(tmp_path / "loss")):
+        for key in ("loss", "ce", "inter", "intra", "align"):
+            assert float(b[key]) == pytest.approx(float(a[key]), rel=1e-4, abs=1e-6), (a["iteration"], key)
