@@ -471,8 +471,9 @@ class Suite:
         Snakemake reruns a job when it changes (it is a rule parameter) and ``prepare`` drops a checkpoint written
         under another."""
         cfg = self.run_config(run)
-        lists = tuple(self.registry.run_lists(run.dataset, cfg["source"], cfg["source_split"], cfg["target"],
-                                              cfg["target_split"]).values())  # an eval_lists target: both parts
+        from .data.splits import run_lists
+        lists = tuple(run_lists(run.dataset, cfg["source"], cfg["source_split"], cfg["target"],
+                                cfg["target_split"]).values())  # an eval_lists target: both parts
         text = "\n".join([training_code_version(), self.data_version(run.dataset, lists), self.config_text(run)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

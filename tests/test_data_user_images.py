@@ -339,9 +339,9 @@ def test_eval_lists_adapt_on_the_train_lists_and_score_the_test_lists(user):
     assert metrics["target_eval"] == {**task.scored, "count": 3}
     assert round(metrics["accuracy"] * 3, 6) == round(metrics["accuracy"] * 3)  # a fraction of the 3 scored images
     # the run's version covers the list it scores: another test list, another version
-    before = registry.dataset_version("dn", list(registry.run_lists("dn", "c", "full", "r", "full").values()))
+    before = registry.dataset_version("dn", list(splits.run_lists("dn", "c", "full", "r", "full").values()))
     (folder / "lists" / "eval" / "real_full.txt").write_text("real/zebra/real_2_0.jpg 2\n")
-    assert registry.dataset_version("dn", list(registry.run_lists("dn", "c", "full", "r", "full").values())) != before
+    assert registry.dataset_version("dn", list(splits.run_lists("dn", "c", "full", "r", "full").values())) != before
     # without eval_lists: the paper's protocol, scored on the 8 images adapted on
     user.declare("lists", LISTS_YAML, make_lists)
     assert _data("fetch", "lists") == 0

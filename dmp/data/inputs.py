@@ -262,7 +262,7 @@ class Task:
     in_channels: int = 3
     in_dim: int | None = None
     dataset_version: str = "unknown"
-    scored: dict = dataclasses.field(default_factory=dict)  # what target_eval is (registry.scored), for metrics
+    scored: dict = dataclasses.field(default_factory=dict)  # what target_eval is (splits.scored), for metrics
 
     @property
     def num_classes(self):
@@ -376,20 +376,11 @@ def _standardize(source_x, *others):
 
 
 def build_task(cfg) -> Task:
-    """:func:`_build_task`, with what the target is scored on (``Task.scored``: :func:`registry.scored`)."""
-    from . import registry
-
-    task = _build_task(cfg)
-    task.scored = registry.scored(cfg["dataset"], cfg["target"], cfg["target_split"])
-    return task
-
-
-def _build_task(cfg) -> Task:
     """Resolve ``cfg`` (dataset, source, target, splits) into a :class:`Task`: the declaration (registry), the
     committed lists or the validated arrays (splits), then the torch datasets. Inputs are checked before any
     work: domains, list files (labels in range), array files (labels, values, dimensions)."""
     from . import registry
-    from .splits import load_arrays
+    from .splits import load_arrays, run_lists, scored
 
     spec = registry.get_dataset(cfg["dataset"])
     names = [d.name for d in spec.domains]
@@ -399,7 +390,7 @@ def _build_task(cfg) -> Task:
                              f"known: {', '.join(names)}")
     classes = list(spec.classes)
     src, tgt = (cfg["source"], cfg["source_split"]), (cfg["target"], cfg["target_split"])
-    reads = registry.run_lists(spec.name, *src, *tgt)  # by role; a domain with eval_lists: its train / eval parts
+    reads, scores = run_lists(spec.name, *src, *tgt), scored(spec.name, *tgt)  # eval_lists: train / eval parts
     # images: the version of what this run reads (its lists and the bytes they name); arrays: their files
     version = registry.dataset_version(spec.name, *([list(reads.values()), True] if spec.kind == "images" else []))
     if cfg.get("input_cache") and any(part for *_, part in reads.values()):
@@ -414,14 +405,15 @@ def _build_task(cfg) -> Task:
 
             held = {k: cache.load(spec.name, *k, cfg["resize"]) for k in (src, tgt)}
             cached = [CachedImages(*held[k], cfg["crop"], train) for k in (src, tgt) for train in (True, False)]
-            return Task(*cached, classes, 3, None, version)
+            return Task(*cached, classes, 3, None, version, scores)
         small = spec.name == "demo" or spec.cache_images
         lists = {role: registry.list_file(spec.name, *k) for role, k in reads.items()}
 
         def images(role, tf):
             return ImageListDataset(root, lists[role], tf, cache=small, num_classes=len(classes))
         return Task(images("source_train", train_tf), images("source_train", test_tf),
-                    images("target_train", train_tf), images("target_eval", test_tf), classes, 3, None, version)
+                    images("target_train", train_tf), images("target_eval", test_tf), classes, 3, None, version,
+                    scores)
     from ..config import PARAMS
     for key in ("resize", "crop", "input_cache"):  # the image pipeline's keys do nothing here: refused, never ignored
         if cfg[key] != PARAMS[key].default:
@@ -448,4 +440,4 @@ def _build_task(cfg) -> Task:
     # the no-grad passes (anchors, evaluation) see the samples as they are
     s_eval, t_eval = TensorDataset(xs, ys), TensorDataset(xt, yt)
     in_channels = xs.shape[1] if xs.ndim == 4 else 1
-    return Task(s, s_eval, t, t_eval, classes, in_channels, xs.shape[1] if xs.ndim == 2 else None, version)
+    return Task(s, s_eval, t, t_eval, classes, in_channels, xs.shape[1] if xs.ndim == 2 else None, version, scores)

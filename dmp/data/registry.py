@@ -158,9 +158,7 @@ def lists_dir(name: str) -> Path:
 
 
 _SPLIT_RE = re.compile(r"^(full|partial|first[1-9]\d*|n[1-9]\d*)$")
-PARTS = ("", "train", "eval")
-"""The parts of a domain a list covers: "" all its images; for a domain with ``eval_lists`` (DomainNet's
-``<domain>_test.txt``), "train" the images of its other lists and "eval" those of its evaluation lists."""
+PARTS = ("", "train", "eval")  # of a domain: all its images; with eval_lists, those of its other lists / of those
 
 
 def list_path(name: str, domain: str, split: str = "full", part: str = "") -> Path:
@@ -192,32 +190,6 @@ def list_file(name: str, domain: str, split: str = "full", part: str = "") -> Pa
             f"existing splits: {', '.join(have) or 'none'}. Create it with `{hint}`"
             + ("" if have else f" after fetching the data (`python -m dmp data fetch {name}`)"))
     return path
-
-
-def run_lists(name: str, source: str, source_split: str, target: str, target_split: str) -> dict[str, tuple]:
-    """The lists a run reads, by role, each ``(domain, split, part)`` (:func:`list_file`): ``source_train`` (also
-    the source's no-grad passes), ``target_train`` (adapted on) and ``target_eval`` (scored). A domain with
-    ``eval_lists`` (DomainNet's protocol) is trained and adapted on its "train" part and, as the target, scored on
-    its "eval" part; any other domain is read whole, and the target is scored on the images it is adapted on (the
-    paper's protocol)."""
-    spec = get_dataset(name)
-    apart = {d for d, _ in spec.eval_lists}
-
-    def one(domain, split, part):
-        dom = spec.domain(domain).name
-        return dom, split, part if dom in apart else ""
-    return {"source_train": one(source, source_split, "train"), "target_train": one(target, target_split, "train"),
-            "target_eval": one(target, target_split, "eval")}
-
-
-def scored(name: str, target: str, target_split: str) -> dict:
-    """What a run on ``target`` is scored on (``metrics.json`` ``target_eval``, with the count the run scored):
-    ``domain``, ``split``, ``part`` ("" = the images adapted on, "eval" = the domain's ``eval_lists``) and, for an
-    image dataset, its ``list`` file relative to the dataset's folder."""
-    domain, split, part = run_lists(name, target, target_split, target, target_split)["target_eval"]
-    spec = get_dataset(name)
-    rel = list_path(name, domain, split, part).relative_to(dataset_dir(name)).as_posix()
-    return {"domain": domain, "split": split, "part": part, "list": rel if spec.kind == "images" else None}
 
 
 def require_dataset(name: str) -> Path:
@@ -344,12 +316,12 @@ def file_digests(root: Path, rels) -> dict[str, str]:
 
 
 def dataset_version(name: str, lists=None, content: bool = False) -> str:
-    """A short content hash of the dataset. Images: its committed lists - only the ``(domain, split)`` or
-    ``(domain, split, part)`` lists a run reads when ``lists`` is given (:func:`run_lists`), so preparing other
-    splits changes no run's version - with the locked per-class
-    counts and file manifest of their domains (the same whichever archive or mirror it came from), and for
-    generated data its generator's declaration; ``content``: also the bytes in place of every file those lists
-    name (:func:`file_digests`), so images replaced in place give another version. Features/arrays: its files."""
+    """A short content hash of the dataset. Images: its committed lists - only the ``(domain, split)`` or ``(domain,
+    split, part)`` lists a run reads when ``lists`` is given (``splits.run_lists``), so preparing other splits changes
+    no run's version - with the locked per-class counts and file manifest of their domains (the same whichever archive
+    or mirror it came from), and for generated data its generator's declaration; ``content``: also the bytes in place of
+    every file those lists name (:func:`file_digests`), so images replaced in place give another version.
+    Features/arrays: its files."""
     spec = get_dataset(name)
     h = hashlib.sha256(name.encode())
     if spec.kind == "images":

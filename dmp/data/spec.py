@@ -87,7 +87,7 @@ class DatasetSpec:
     keep the decoded, resized images in memory during a run (small datasets). ``eval_lists`` (list layout):
     ``(domain, path)`` of the label lists, also in ``label_lists``, that hold a domain's evaluation images
     (DomainNet's ``<domain>_test.txt``): such a domain is trained and adapted on its other lists and, as the
-    target, scored on these (:func:`dmp.data.registry.run_lists`); every other domain is scored on the images it
+    target, scored on these (:func:`dmp.data.splits.run_lists`); every other domain is scored on the images it
     is adapted on (the paper's transductive protocol)."""
     name: str
     kind: str

@@ -27,8 +27,8 @@ from .verify import _listed, check_counts, per_class, scan_domain
 SEED = 0  # the seed of the n<K> subsets; part of the protocol, never changed
 PROTOCOL = 1  # bump when select() changes: the committed splits.json declarations (and DVC) follow
 
-__all__ = ["SEED", "PROTOCOL", "select", "derive", "prepare", "load_arrays", "split_size", "read_list",
-           "write_list"]
+__all__ = ["SEED", "PROTOCOL", "select", "derive", "prepare", "run_lists", "scored", "load_arrays", "split_size",
+           "read_list", "write_list"]
 
 
 def select(labels, split: str, spec: DatasetSpec) -> np.ndarray:
@@ -121,6 +121,32 @@ def _scored(spec: DatasetSpec, domain, root: Path) -> set[str]:
             for rel, _ in _listed(spec, domain, root, lst, lambda r: str(root / r))}
 
 
+def run_lists(name: str, source: str, source_split: str, target: str, target_split: str) -> dict[str, tuple]:
+    """The lists a run reads, by role, each ``(domain, split, part)`` (:func:`registry.list_file`): ``source_train``
+    (also the source's no-grad passes), ``target_train`` (adapted on) and ``target_eval`` (scored). A domain with
+    ``eval_lists`` (DomainNet's protocol) is trained and adapted on its "train" part and, as the target, scored on its
+    "eval" part; any other domain is read whole, and the target is scored on the images it is adapted on (the paper's
+    protocol)."""
+    spec = registry.get_dataset(name)
+    apart = {d for d, _ in spec.eval_lists}
+
+    def one(domain, split, part):
+        dom = spec.domain(domain).name
+        return dom, split, part if dom in apart else ""
+    return {"source_train": one(source, source_split, "train"), "target_train": one(target, target_split, "train"),
+            "target_eval": one(target, target_split, "eval")}
+
+
+def scored(name: str, target: str, target_split: str) -> dict:
+    """What a run on ``target`` is scored on (``metrics.json`` ``target_eval``, with the count the run scored):
+    ``domain``, ``split``, ``part`` ("" = the images adapted on, "eval" = the domain's ``eval_lists``) and, for an
+    image dataset, its ``list`` file relative to the dataset's folder."""
+    domain, split, part = run_lists(name, target, target_split, target, target_split)["target_eval"]
+    spec = registry.get_dataset(name)
+    rel = registry.list_path(name, domain, split, part).relative_to(registry.dataset_dir(name)).as_posix()
+    return {"domain": domain, "split": split, "part": part, "list": rel if spec.kind == "images" else None}
+
+
 def load_arrays(name: str, domain: str, split: str = "full") -> tuple[np.ndarray, np.ndarray]:
     """The samples of ``split`` of one domain of a features/arrays dataset (:func:`read_arrays`, validated):
     float32 features ``[N, D]`` or images ``[N, C, H, W]`` and int64 labels."""
@@ -133,10 +159,10 @@ def split_size(name: str, domain: str, split: str) -> int:
     """Number of samples in ``split`` of ``domain``, from the registry's declared counts where the split
     definition allows it (``full``: the domain's count; ``n<K>``: K per class), otherwise from the committed
     list. Needs no data (``python -m dmp config --schedule``). A domain with ``eval_lists`` counts the part a run
-    trains on (:func:`registry.run_lists`), from its committed list."""
+    trains on (:func:`run_lists`), from its committed list."""
     spec = registry.get_dataset(name)
     dom = spec.domain(domain)
-    part = registry.run_lists(name, dom.name, split, dom.name, split)["source_train"][2]
+    part = run_lists(name, dom.name, split, dom.name, split)["source_train"][2]
     if part:
         return len(read_list(registry.list_file(name, dom.name, split, part)))
     m = re.fullmatch(r"n(\d+)", split)
