@@ -159,3 +159,25 @@ def test_losses_never_nan(n, d, c, mode, kind, seed):
     loss = loss + entropy_loss(torch.softmax(logits, 1))
     loss.backward()
     assert torch.isfinite(loss) and torch.isfinite(h.grad).all() and torch.isfinite(logits.grad).all()
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_unit_rows_value_and_gradient_equal_f_normalize(monkeypatch, batched):
+    """The fused row normalisation of the batched path (its own backward) against F.normalize's autograd, float64,
+    on rows of norm well above eps, exactly zero, and between 0 and eps (the clamped region: linear, x / eps)."""
+    from dmp.losses.inter_class import unit_rows
+    from dmp.manifolds import spectral
+
+    monkeypatch.setattr(spectral, "PER_MATRIX_ON_CPU", not batched)
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(2, 4, 5, generator=g, dtype=torch.float64)
+    x[0, 1] = 0.0
+    x[1, 2] = 1e-3 * x[1, 2] / x[1, 2].norm()            # norm 1e-3 < eps = 1e-2
+    dy = torch.randn(2, 4, 5, generator=g, dtype=torch.float64)
+    a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+    got, want = unit_rows(a, eps=1e-2), torch.nn.functional.normalize(b, dim=-1, eps=1e-2)
+    (ga,), (gb,) = torch.autograd.grad(got, a, dy), torch.autograd.grad(want, b, dy)
+    torch.testing.assert_close(got, want, rtol=1e-15, atol=1e-15)
+    torch.testing.assert_close(ga, gb, rtol=1e-12, atol=1e-12)
+    assert torch.equal(ga[1, 2], dy[1, 2] / 1e-2)            # clamped row: the gradient of x / eps
+    assert torch.autograd.gradcheck(lambda t: unit_rows(t, eps=1e-2), (x[:, :2].clone().requires_grad_(),))

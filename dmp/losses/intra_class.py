@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from ..manifolds.spectral import batching
-from .inter_class import _layers, _sum_layers, padded_stack
+from .inter_class import _layers, _sum_layers, padded_stack, unit_rows
 
 
 def intra_class_loss(h_t, p_t: torch.Tensor, class_means, k: int = 1,
@@ -43,8 +43,8 @@ def intra_class_loss(h_t, p_t: torch.Tensor, class_means, k: int = 1,
     p = p_t if grad_p else p_t.detach()
     w = None if class_weights is None else class_weights.detach().to(p_t.dtype).unsqueeze(0)
     if batching(p_t) and len(layers) > 1:  # a GPU: the layers zero-padded into one batch [L, n, D]
-        s_w = torch.bmm(F.normalize(padded_stack(layers), dim=2, eps=eps),
-                        F.normalize(padded_stack([m.detach() for m in anchors]), dim=2, eps=eps).mT)  # [L, n, c]
+        s_w = torch.bmm(unit_rows(padded_stack(layers), eps=eps),
+                        unit_rows(padded_stack([m.detach() for m in anchors]), eps=eps).mT)  # [L, n, c]
         terms = chi * p * s_w
         return (-(terms if w is None else terms * w).sum((1, 2)) / (n * k)).sum()
     out = []

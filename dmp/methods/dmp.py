@@ -25,7 +25,7 @@ def dmp_losses(cfg, it, feats_s, y_s, feats_t, p_t, anchors, weights, device, sc
     source domain; a uniform row scale would only shift the Log-Euclidean distance). The variant's
     ``discriminative``, ``align`` and ``entropy`` switch its terms on and off (a term switched off is 0)."""
     variant = get(cfg["method"])
-    zero = feats_s[0].sum() * 0.0
+    zero = feats_s[0].new_zeros(())  # a term switched off: a constant (no operation in the backward)
     out = {"inter": zero, "intra": zero, "align": zero, "entropy": zero}
     w_intra = weighting.normalise_weights(weights, cfg["weight_norm"]).to(device)
     w = w_intra if cfg["setting"] == "partial" else None
@@ -69,8 +69,10 @@ class DMP(Method):
 
     def total(self, ce, terms, ctx):
         cfg = ctx.cfg  # Eq. Objective, summed in this order (a deterministic run's numbers depend on it)
-        return ce + cfg["lambda1"] * (terms["inter"] + terms["intra"]) + cfg["lambda2"] * terms["align"] \
-            + cfg["entropy_weight"] * terms["entropy"]
+        loss = ce + cfg["lambda1"] * (terms["inter"] + terms["intra"]) + cfg["lambda2"] * terms["align"]
+        if not self.entropy:  # (+ w * 0: no operation to launch)
+            return loss
+        return loss + cfg["entropy_weight"] * terms["entropy"]
 
 
 @register
