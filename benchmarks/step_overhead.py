@@ -100,6 +100,9 @@ def main(argv=None):
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="also profile N steps of each (torch.profiler)")
+    ap.add_argument("--compile", choices=("off", "loss", "step"), default="off", help="config compile of the source-only "
+                    "and DMP trainers (dmp/train/compiled.py; the two-domain CE step stays eager); compilation happens "
+                    "in the warm-up steps, outside the timings")
     args = ap.parse_args(argv)
     device = torch.device(args.device)
     if args.threads:
@@ -118,7 +121,7 @@ def main(argv=None):
         cfg = resolve(dict(dataset="benchmark", source="s", target="t", preset="none", method=method,
                            backbone=args.backbone, pretrained=False, batch_size=b, bottleneck_dims=args.dims,
                            metric=args.metric, intra_start=0, iterations=10**6, device=args.device,
-                           precision=args.precision))
+                           precision=args.precision, compile=args.compile))
         t = Trainer(cfg, task, Path(tempfile.mkdtemp()), progress=False)
         t.refresh_anchors()
         return t
@@ -148,7 +151,8 @@ def main(argv=None):
     t_up = math.ceil(args.n_source / b)
     print(f"backbone={args.backbone} input={tuple(shape)} batch={b} dims={args.dims} classes={args.classes} "
           f"metric={args.metric} threads={torch.get_num_threads()} torch={torch.__version__} device="
-          f"{torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'} precision={args.precision}")
+          f"{torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'} precision={args.precision} "
+          f"compile={args.compile}")
     print(f"source-only step            {t_src * 1e3:9.1f} ms")
     print(f"two-domain CE-only step     {t_both * 1e3:9.1f} ms")
     print(f"DMP step                    {t_dmp * 1e3:9.1f} ms")

@@ -197,7 +197,7 @@ def build_trainer(method, task, args, size, out: Path) -> Trainer:
     over = dict(dataset="office31", source=args.source, target=args.target, setting="vanilla", method=method,
                 pretrained=False, batch_size=size["batch"], resize=size["resize"], crop=size["crop"],
                 device=args.device, precision=args.precision, iterations=10**6, intra_start=0,
-                deterministic=not args.cudnn_benchmark, threads=args.threads,
+                deterministic=not args.cudnn_benchmark, threads=args.threads, compile=args.compile,
                 num_workers="auto" if args.workers is None else args.workers)
     trainer = Trainer(resolve(over), task, out / method, progress=False)
     if args.channels_last == "off" and trainer.channels_last:
@@ -308,6 +308,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    ap.add_argument("--compile", choices=("off", "loss", "step"), default="off",
+                    help="config compile of the trainers (dmp/train/compiled.py); compiled in the warm-up steps")
     ap.add_argument("--size", choices=tuple(SIZES), default="real")
     ap.add_argument("--workers", type=int, default=None,
                     help="DataLoader workers per stream (default: the config's auto = min(8, cores - 1))")
@@ -441,7 +443,8 @@ def main(argv=None):
         if hasattr(os, "sched_getaffinity") else os.cpu_count(), "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__, "size": args.size, "batch": b, "crop": size["crop"], "steps": steps,
         "warmup": warmup, "images_per_domain": size["images"], "workers": dmp.workers,
-        "precision": args.precision, "channels_last": dmp.channels_last, "pin_memory": dmp.pin_memory,
+        "precision": args.precision, "compile": args.compile, "channels_last": dmp.channels_last,
+        "pin_memory": dmp.pin_memory,
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark), "task": f"{args.source}->{args.target}",
         "input_cache": bool(args.input_cache), "cache_build_seconds": cache_s,
         "pipeline_images_per_s": pipe,
@@ -482,7 +485,7 @@ def report(r):
           f"crop {r['crop']}, {r['steps']} steps after {r['warmup']} warm-up, {r['images_per_domain']} generated "
           f"JPEGs per domain; task {r['task']}")
     print(f"precision={r['precision']} channels_last={r['channels_last']} pin_memory={r['pin_memory']} "
-          f"cudnn.benchmark={r['cudnn_benchmark']} workers/stream={r['workers']}")
+          f"cudnn.benchmark={r['cudnn_benchmark']} workers/stream={r['workers']} compile={r.get('compile', 'off')}")
     if r.get("input_cache"):
         print(f"input cache: on (built from the generated JPEGs in {r['cache_build_seconds']:.1f} s; batches cut "
               f"from it, normalised on {r['device']}; no decoding workers)")

@@ -167,6 +167,17 @@ def test_command_line_reports_a_bad_compile_value_in_one_line():
     assert proc.stderr.strip().count("\n") == 0 and "'compile'" in proc.stderr, proc.stderr
 
 
+def test_step_overhead_benchmark_times_a_compiled_step(aot_eager, capsys):
+    from tests.scripts_module import load_script
+
+    bench = load_script("step_overhead", "benchmarks")
+    bench.main(["--backbone", "identity", "--in-dim", "32", "--batch", "8", "--dims", "16", "8", "--classes", "4",
+                "--repeats", "2", "--n-source", "16", "--n-target", "8", "--compile", "step"])
+    out = capsys.readouterr().out
+    assert "compile=step" in out and "DMP step" in out
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] >= 2  # the source-only and the DMP objective
+
+
 @pytest.mark.slow
 def test_inductor_loss_agrees_with_off(tmp_path, monkeypatch):
     """The default backend (inductor: C++ code generated for the CPU), one graph (intra-class term on from the
