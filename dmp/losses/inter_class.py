@@ -120,18 +120,18 @@ def inter_class_loss(h_s, y_s: torch.Tensor, source_mean, num_classes: int,
     layers, anchors = _layers(h_s, source_mean)
     onehot = class_onehot(y_s, num_classes, layers[0].dtype)  # [n, c], shared by the layers
     counts = onehot.sum(0)
-    scale, present = counts.clamp_min(1).unsqueeze(1), counts > 0
+    scale = counts.clamp_min(1).unsqueeze(1)
     onehot_t = onehot.t()
     m = num_classes
     if absent == "skip":
-        present_idx = present.nonzero().squeeze(1)            # (reads the device)
+        present_idx = (counts > 0).nonzero().squeeze(1)       # (reads the device)
         m = present_idx.numel()
     if m < 2:
         return layers[0].sum() * 0.0
     iu = torch.triu_indices(m, m, offset=1, device=layers[0].device)
     if batching(layers[0]) and len(layers) > 1:  # a GPU: the layers zero-padded into one batch [L, c, D]
         h, mean = padded_stack(layers), padded_stack([a.detach() for a in anchors])
-        centred = torch.bmm(onehot_t.expand(len(layers), -1, -1), h) / scale - mean.unsqueeze(1)
+        centred = torch.bmm((onehot_t / scale).expand(len(layers), -1, -1), h) - mean.unsqueeze(1)  # (1/n_i: once)
         if absent == "skip":
             centred = centred[:, present_idx]
         unit = unit_rows(centred, eps=eps)                    # (zero columns change no norm)

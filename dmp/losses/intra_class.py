@@ -45,8 +45,8 @@ def intra_class_loss(h_t, p_t: torch.Tensor, class_means, k: int = 1,
     if batching(p_t) and len(layers) > 1:  # a GPU: the layers zero-padded into one batch [L, n, D]
         s_w = torch.bmm(unit_rows(padded_stack(layers), eps=eps),
                         unit_rows(padded_stack([m.detach() for m in anchors]), eps=eps).mT)  # [L, n, c]
-        terms = chi * p * s_w
-        return (-(terms if w is None else terms * w).sum((1, 2)) / (n * k)).sum()
+        weight = chi if w is None else chi * w  # [n, c] constants (Top-k mask, class weights), shared by the layers
+        return (s_w * (weight * p)).sum() * (-1.0 / (n * k))
     out = []
     for h, m in zip(layers, anchors):
         s_w = F.normalize(h, dim=1, eps=eps) @ F.normalize(m.detach(), dim=1, eps=eps).t()  # [n, c]
