@@ -428,3 +428,21 @@ def test_batched_device_path_is_finite_on_degenerate_batches(pair):
             assert all(torch.isfinite(g).all() for g in grads), metric
     finally:
         spectral.PER_MATRIX_ON_CPU = before
+
+
+@pytest.mark.parametrize("metric", ["G", "AG", "LE"])
+@pytest.mark.parametrize("widths, dim", [((6, 4), 3), ((6, 4), 5), ((6,), 3)])
+def test_batched_device_path_matches_the_references(monkeypatch, metric, widths, dim):
+    """The path a GPU takes (``PER_MATRIX_ON_CPU = False``) against the d x d references, values and gradients: all
+    layers in one batch (equal d'), per-layer stacks (d' clipped to a narrow layer's width: unequal d'), one layer."""
+    from dmp.manifolds import spectral
+
+    monkeypatch.setattr(spectral, "PER_MATRIX_ON_CPU", False)
+    n = 9
+    hs = [randn(n, d, seed=20 + i).requires_grad_() for i, d in enumerate(widths)]
+    ht = [(randn(n, d, seed=30 + i) * 0.8 + 0.4).requires_grad_() for i, d in enumerate(widths)]
+    value = alignment_distance(metric, hs, ht, dim=dim)
+    ref = sum(torch_ref(metric, a, b, dim=min(dim, a.shape[1])) for a, b in zip(hs, ht))
+    torch.testing.assert_close(value, ref, rtol=1e-7, atol=1e-12)
+    for g_fast, g_slow in zip(torch.autograd.grad(value, hs + ht), torch.autograd.grad(ref, hs + ht)):
+        torch.testing.assert_close(g_fast, g_slow, rtol=1e-6, atol=1e-10)

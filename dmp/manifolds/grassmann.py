@@ -97,9 +97,20 @@ def affine_grassmann_distance(h_s: torch.Tensor, h_t: torch.Tensor, dim: int | N
     h_s, h_t, dims, widths, out_dtype = checked_layers(h_s, h_t, dim)
     z, mu = _projector_factors(h_s, h_t, dims)
     sq, level = frobenius_sq_diff(z)
-    offsets = []
-    for (z_s, z_t), (mu_s, mu_t) in zip(z, mu):  # (unpacks a [2, ...] stack as a pair)
-        offset = (mu_s - z_s.mT @ (z_s @ mu_s)) - (mu_t - z_t.mT @ (z_t @ mu_t))
-        offsets.append(offset.square().sum())
-    dist = (safe_sqrt(sq, level) + safe_sqrt(torch.stack(offsets))) / squared_widths(tuple(widths), sq.device)
+    if isinstance(z, torch.Tensor):  # batched, all layers: [L, 2, n, d]
+        offsets = _stacked_offsets(z, mu)
+    elif all(isinstance(x, torch.Tensor) for x in z):  # batched, per layer [2, n, d]
+        offsets = torch.cat([_stacked_offsets(x.unsqueeze(0), m.unsqueeze(0)) for x, m in zip(z, mu)])
+    else:
+        offsets = torch.stack([((mu_s - z_s.mT @ (z_s @ mu_s)) - (mu_t - z_t.mT @ (z_t @ mu_t))).square().sum()
+                               for (z_s, z_t), (mu_s, mu_t) in zip(z, mu)])
+    dist = (safe_sqrt(sq, level) + safe_sqrt(offsets)) / squared_widths(tuple(widths), sq.device)
     return dist.to(out_dtype).sum()
+
+
+def _stacked_offsets(z: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """``[L]``: ``||(I - P_s) mu_s - (I - P_t) mu_t||^2`` with ``P = Z^T Z`` for ``z [L, 2, n, d]`` and ``mu [L, 2, d]``
+    (two batched products for all the layers and domains)."""
+    rows, means = z.flatten(0, 1), mu.reshape(-1, mu.shape[-1], 1)      # [2 L, n, d], [2 L, d, 1]
+    residual = (means - torch.bmm(rows.mT, torch.bmm(rows, means))).view(len(z), 2, -1)
+    return (residual[:, 0] - residual[:, 1]).square().sum(-1)
