@@ -16,7 +16,10 @@ A FUNCTION is compiled, never the model: ``Trainer.model`` stays the ``DMPNet`` 
 value that changes every step: the iteration reaches a compiled step as :func:`switch_iteration`, the smallest
 iteration with the same start switches (``it >= sched["<term>_start_iteration"]``), so a run compiles one graph per
 combination of switches (two for DMP's inter/intra warm-up), and the anchors and class weights are tensors (a
-refresh replaces them without a recompilation). Only the methods of :data:`COMPILABLE`, whose terms depend on the
+refresh replaces them without a recompilation). The eigen-decompositions of the manifold distances
+(``spectral.spectral_function``) run between compiled graphs (:func:`keep_eager`): on CUDA ``linalg.eigh`` checks
+cuSOLVER's error flag on the host, which no CUDA graph can capture, and dynamo of torch 2.11 could not trace its
+autograd function (benchmarks/cuda_probe.py on an H200). Only the methods of :data:`COMPILABLE`, whose terms depend on the
 iteration through those switches alone, are compiled; a method that draws per-iteration random masks or follows
 the training progress (gradient reversal) would compile a graph per step.
 
@@ -92,6 +95,18 @@ def switch_iteration(it: int, sched: dict) -> int:
     return max([0] + [t for k, t in sched.items() if k.endswith("_start_iteration") and t <= it])
 
 
+def keep_eager():
+    """Keep the eigen-decompositions out of compiled graphs (a graph break around ``spectral.spectral_function``,
+    :func:`torch.compiler.disable`), once per process; eager runs are unchanged. Applied here, not where the function
+    is defined: importing dynamo costs ~1.3 s, which every ``python -m dmp`` command would pay."""
+    from ..manifolds import spectral
+
+    if not getattr(spectral.spectral_function, "_dmp_kept_eager", False):
+        wrapped = torch.compiler.disable(spectral.spectral_function)
+        wrapped._dmp_kept_eager = True
+        spectral.spectral_function = wrapped
+
+
 def losses_and_total(method, ctx, ce):
     """The method's terms and objective of one step: ``(total, terms)`` (what ``compile: loss`` compiles)."""
     terms = method.losses(ctx)
@@ -107,6 +122,8 @@ class Step:
         self.mode, self.trainer = mode, trainer
         self.cuda_graphs = mode == "step" and trainer.device.type == "cuda" and backend() == "inductor"
         method = trainer.method
+        if mode != "off":
+            keep_eager()
 
         def loss(ctx, ce):
             return losses_and_total(method, ctx, ce)
