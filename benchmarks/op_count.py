@@ -42,10 +42,12 @@ from dmp.manifolds import spectral  # noqa: E402
 from dmp.train.trainer import Trainer  # noqa: E402
 from throughput import both_ce  # noqa: E402
 
-# Operations that wait for the device: a scalar read, or an output whose shape depends on the values.
+# Operations that wait for the device: a scalar read, an output whose shape depends on the values, or a tensor made
+# from Python data (``torch.tensor``/``torch.as_tensor`` of numbers: on a GPU a blocking copy from pageable host
+# memory, which waits for the stream).
 SYNC_OPS = frozenset({"_local_scalar_dense", "item", "nonzero", "masked_select", "_unique", "_unique2",
                       "unique_dim", "unique_consecutive", "unique_dim_consecutive", "repeat_interleave",
-                      "equal", "is_nonzero", "_assert_async", "bincount", "histc"})
+                      "equal", "is_nonzero", "_assert_async", "bincount", "histc", "lift_fresh", "lift_fresh_copy"})
 # Indexing with a boolean mask is a nonzero() inside the kernel.
 MASK_INDEXED_OPS = frozenset({"index", "index_put", "index_put_", "_index_put_impl_"})
 

@@ -267,22 +267,25 @@ def _block_signs(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
 
 class _SafeSqrt(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x: torch.Tensor, level: torch.Tensor) -> torch.Tensor:  # noqa: D401
+    def forward(ctx, x: torch.Tensor, level: torch.Tensor | float) -> torch.Tensor:  # noqa: D401
         root = x.clamp_min(0.0).sqrt()
-        ctx.save_for_backward(x, root, level)
+        tensor_level = isinstance(level, torch.Tensor)
+        ctx.level = None if tensor_level else float(level)
+        ctx.save_for_backward(x, root, *([level] if tensor_level else []))
         return root
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: torch.Tensor):
-        x, root, level = ctx.saved_tensors
-        above = x > level
-        return torch.where(above, grad / (2 * torch.where(above, root, torch.ones_like(root))), torch.zeros_like(x)), None
+        x, root, *level = ctx.saved_tensors
+        above = x > (level[0] if level else ctx.level)
+        return torch.where(above, grad / (2 * root), 0.0), None  # (1/0 where not above: not selected)
 
 
 def safe_sqrt(x: torch.Tensor, level: torch.Tensor | float = 0.0) -> torch.Tensor:
     """``sqrt(max(x, 0))`` whose gradient is ``1 / (2 sqrt(x))`` where ``x > level`` and 0 elsewhere.
 
     ``level`` is the round-off level of ``x`` (0 for a sum of squares): below it ``x`` is numerically zero
-    and the gradient of the norm is taken as the subgradient 0, never ``1/0``."""
-    return _SafeSqrt.apply(x, torch.as_tensor(level, dtype=x.dtype, device=x.device))
+    and the gradient of the norm is taken as the subgradient 0, never ``1/0``. A float ``level`` stays a Python
+    number (a tensor made from it at every step would be a host-to-device copy, which waits for a GPU)."""
+    return _SafeSqrt.apply(x, level)
