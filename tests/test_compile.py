@@ -169,6 +169,19 @@ def test_bad_compile_values_are_one_line_errors_before_training(tmp_path, monkey
     assert not (tmp_path / "checkpoint.pt").exists()
 
 
+def test_a_failing_compilation_is_a_one_line_error_naming_the_key(tmp_path, aot_eager, monkeypatch):
+    def broken(gm, example_inputs):
+        raise RuntimeError("no code generator\nsecond line")
+
+    torch._dynamo.register_backend(broken, name="dmp_test_broken")
+    monkeypatch.setenv(compiled.BACKEND_ENV, "dmp_test_broken")
+    with pytest.raises(ConfigError, match=r"config key 'compile' = 'loss': torch.compile failed \(RuntimeError: no code generator\); use compile: off") \
+            as err:
+        train(small_cfg(**dict(STEPS, compile="loss")), tmp_path, task=shift_task(), progress=False)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "checkpoint.pt").exists()
+
+
 def test_command_line_reports_a_bad_compile_value_in_one_line():
     proc = subprocess.run([sys.executable, "-m", "dmp", "config", "dataset=office31", "source=amazon",
                            "target=webcam", "compile=graphs"], capture_output=True, text=True)

@@ -147,7 +147,9 @@ class Step:
                 torch.compiler.cudagraph_mark_step_begin()  # the last step's outputs are read: reuse their memory
         try:
             return self._objective(it, progress, xs, ys, xt, weights)
-        except torch._dynamo.exc.BackendCompilerFailed as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ConfigError(f"config key 'compile' = {self.mode!r}: torch.compile failed ({first[:200]}); use "
+        except torch._dynamo.exc.TorchDynamoException as exc:  # graph capture or the backend failed
+            cause = getattr(exc, "inner_exception", None) or exc  # (the backend's own error)
+            text = str(cause).strip()
+            why = f"{type(cause).__name__}: {text.splitlines()[0][:200]}" if text else type(cause).__name__
+            raise ConfigError(f"config key 'compile' = {self.mode!r}: torch.compile failed ({why}); use "
                               f"compile: off") from None
