@@ -3,16 +3,18 @@
 #
 #   OUT=gpu-figures bash benchmarks/gpu_session.sh
 #
-# Writes into $OUT (default ./gpu-figures): env.txt (GPU, driver, torch), throughput_fp32.json / _bf16.json and
-# throughput.log (benchmarks/throughput.py at the paper's image sizes, fp32 and bf16 + cudnn.benchmark), and
-# demo.log + demo_tables.tar.gz (the demo's six tables, trained with device=cuda into results/demo_cuda).
+# Writes into $OUT (default ./gpu-figures): env.txt (GPU, driver, torch); probe.log (benchmarks/cuda_probe.py: host
+# synchronisations of a DMP step, cuSOLVER against host eigh); step.log (benchmarks/step_overhead.py per compile mode,
+# fp32 and bf16); throughput_*.json and throughput.log (benchmarks/throughput.py at the paper's image sizes, with and
+# without the input cache, fp32 and bf16 + cudnn.benchmark); with PARTS including demo, demo.log +
+# demo_tables.tar.gz (the demo's six tables, trained with device=cuda into results/demo_cuda).
 # Each part has its own time limit, so one that fails leaves the others' figures. Needs a python with torch,
 # torchvision and the project's dependencies (snakemake for the demo part); the project itself is imported from
-# the checkout (PYTHONPATH=.). Set PYTHON to pick the interpreter, PARTS to run a subset ("throughput demo").
+# the checkout (PYTHONPATH=.). Set PYTHON to pick the interpreter, PARTS to run a subset ("probe step throughput demo").
 set -u
 OUT=${OUT:-gpu-figures}
 PYTHON=${PYTHON:-python3}
-PARTS=${PARTS:-"throughput demo"}
+PARTS=${PARTS:-"probe step throughput"}
 mkdir -p "$OUT"
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 
@@ -26,13 +28,31 @@ export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
+if [[ " $PARTS " == *" probe "* ]]; then
+  # What in a DMP step waits for the host; cuSOLVER's eigh against the host's (benchmarks/cuda_probe.py).
+  timeout 90 "$PYTHON" benchmarks/cuda_probe.py --parts sync,eigh,host-eigh 2>&1 | grep -v -i warn | tee "$OUT/probe.log"
+fi
+
+if [[ " $PARTS " == *" step "* ]]; then
+  # The step's cost per compile mode and precision (benchmarks/step_overhead.py: tensors already on the GPU).
+  for run in "fp32 off" "fp32 loss" "fp32 step" "bf16 off" "bf16 ${BF16_COMPILE:-loss}"; do
+    set -- $run
+    echo "== step_overhead precision=$1 compile=$2" | tee -a "$OUT/step.log"
+    timeout "${STEP_TIMEOUT:-100}" "$PYTHON" benchmarks/step_overhead.py --device cuda --size 224 --batch 50 \
+      --repeats 20 --precision "$1" --compile "$2" 2>&1 | grep -v -i warn | tee -a "$OUT/step.log"
+  done
+fi
+
 if [[ " $PARTS " == *" throughput "* ]]; then
-  for precision in fp32 bf16; do
+  for run in ${THROUGHPUT_RUNS:-"fp32:cache" "fp32:" "bf16:cache"}; do
+    precision=${run%%:*} cache=${run#*:}
     extra=""
     [[ $precision == bf16 ]] && extra="--precision bf16 --cudnn-benchmark"
+    [[ $cache == cache ]] && extra="$extra --input-cache"
+    name="throughput_${precision}${cache:+_$cache}"
     echo "== throughput $precision $extra" | tee -a "$OUT/throughput.log"
-    timeout 240 "$PYTHON" benchmarks/throughput.py --device cuda --size real $extra \
-      --json "$OUT/throughput_$precision.json" 2>&1 | tee -a "$OUT/throughput.log"
+    timeout "${THROUGHPUT_TIMEOUT:-150}" "$PYTHON" benchmarks/throughput.py --device cuda --size real $extra \
+      ${THROUGHPUT_ARGS:-} --json "$OUT/$name.json" 2>&1 | grep -v -i warn | tee -a "$OUT/throughput.log"
   done
 fi
 
