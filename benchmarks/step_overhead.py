@@ -100,9 +100,9 @@ def main(argv=None):
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="also profile N steps of each (torch.profiler)")
-    ap.add_argument("--compile", choices=("off", "loss", "step"), default="off", help="config compile of the source-only "
-                    "and DMP trainers (dmp/train/compiled.py; the two-domain CE step stays eager); compilation happens "
-                    "in the warm-up steps, outside the timings")
+    ap.add_argument("--compile", choices=("off", "loss", "step"), default="off",
+                    help="config compile of the source-only and DMP trainers (dmp/train/compiled.py; the two-domain CE "
+                    "step stays eager); compilation happens in the warm-up steps, outside the timings")
     args = ap.parse_args(argv)
     device = torch.device(args.device)
     if args.threads:

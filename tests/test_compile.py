@@ -175,8 +175,8 @@ def test_a_failing_compilation_is_a_one_line_error_naming_the_key(tmp_path, aot_
 
     torch._dynamo.register_backend(broken, name="dmp_test_broken")
     monkeypatch.setenv(compiled.BACKEND_ENV, "dmp_test_broken")
-    with pytest.raises(ConfigError, match=r"config key 'compile' = 'loss': torch.compile failed \(RuntimeError: no code generator\); use compile: off") \
-            as err:
+    why = r"config key 'compile' = 'loss': torch.compile failed \(RuntimeError: no code generator\); use compile: off"
+    with pytest.raises(ConfigError, match=why) as err:
         train(small_cfg(**dict(STEPS, compile="loss")), tmp_path, task=shift_task(), progress=False)
     assert "\n" not in str(err.value)
     assert not (tmp_path / "checkpoint.pt").exists()

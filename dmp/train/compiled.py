@@ -4,7 +4,7 @@ Modes (:func:`resolve_mode`):
 
 * ``off`` - the eager step (:meth:`Trainer.objective` as written): a deterministic run's numbers, bit for bit.
 * ``loss`` - the method's loss terms and objective (``method.losses(ctx)`` and ``method.total``, what follows the
-  forward passes) compiled into one graph; the forward passes and the backward of the network stay eager.
+  forward passes) compiled; the forward passes and the backward of the network stay eager.
 * ``step`` - the whole forward and loss of a step (:meth:`Trainer.objective`) compiled; its backward comes from
   AOTAutograd. On CUDA with the inductor backend it is compiled with ``mode="reduce-overhead"``: the step replays as
   CUDA graphs (static shapes: ``BatchStream`` always yields ``batch_size`` samples).
@@ -14,14 +14,15 @@ Modes (:func:`resolve_mode`):
 A FUNCTION is compiled, never the model: ``Trainer.model`` stays the ``DMPNet`` (checkpoints keep their
 ``state_dict`` keys, a run resumes under any mode). Graphs are compiled with ``dynamic=False`` and see no Python
 value that changes every step: the iteration reaches a compiled step as :func:`switch_iteration`, the smallest
-iteration with the same start switches (``it >= sched["<term>_start_iteration"]``), so a run compiles one graph per
-combination of switches (two for DMP's inter/intra warm-up), and the anchors and class weights are tensors (a
+iteration with the same start switches (``it >= sched["<term>_start_iteration"]``), so a run compiles once per
+combination of switches (twice for DMP's intra-class warm-up), and the anchors and class weights are tensors (a
 refresh replaces them without a recompilation). The eigen-decompositions of the manifold distances
-(``spectral.spectral_function``) run between compiled graphs (:func:`keep_eager`): on CUDA ``linalg.eigh`` checks
-cuSOLVER's error flag on the host, which no CUDA graph can capture, and dynamo of torch 2.11 could not trace its
-autograd function (benchmarks/cuda_probe.py on an H200). Only the methods of :data:`COMPILABLE`, whose terms depend on the
-iteration through those switches alone, are compiled; a method that draws per-iteration random masks or follows
-the training progress (gradient reversal) would compile a graph per step.
+(``spectral.spectral_function``) run eagerly between compiled graphs (:func:`keep_eager`; a compilation is then a
+few graphs): on CUDA ``linalg.eigh`` checks cuSOLVER's error flag on the host, which no CUDA graph can capture, and
+the dynamo of torch 2.11 could not trace its autograd function (benchmarks/cuda_probe.py on an H200). Only the
+methods of :data:`COMPILABLE`, whose terms depend on the iteration through those switches alone, are compiled; a
+method that draws per-iteration random masks or follows the training progress (gradient reversal) would compile a
+graph per step.
 
 ``DMP_COMPILE_BACKEND`` (environment, default ``inductor``) names another ``torch.compile`` backend (``aot_eager``:
 the same graph capture and AOTAutograd backward without code generation; the tests use it, inductor costs tens of
