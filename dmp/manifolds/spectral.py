@@ -173,16 +173,18 @@ def _kept_masks(n: int, dim: int, device: torch.device) -> tuple[torch.Tensor, t
 
 def _log1p_ratio(x: torch.Tensor) -> torch.Tensor:
     """``log(1 + x) / x`` for ``x >= 0`` (1 at ``x = 0``)."""
-    safe = torch.where(x > 0, x, torch.ones_like(x))
-    return torch.where(x > 0, torch.log1p(safe) / safe, torch.ones_like(x))
+    positive = x > 0
+    safe = torch.where(positive, x, 1.0)
+    return torch.where(positive, torch.log1p(safe) / safe, 1.0)
 
 
 def _log1p_ratio_derivative(x: torch.Tensor) -> torch.Tensor:
     """Derivative of ``log(1 + x) / x`` for ``x >= 0``; a 5-term series below ``1e-3`` (no cancellation)."""
     series = -0.5 + x * (2.0 / 3.0 + x * (-0.75 + x * (0.8 - x * 5.0 / 6.0)))
-    safe = torch.where(x >= 1e-3, x, torch.ones_like(x))
+    large = x >= 1e-3
+    safe = torch.where(large, x, 1.0)
     direct = (safe / (1.0 + safe) - torch.log1p(safe)) / (safe * safe)
-    return torch.where(x >= 1e-3, direct, series)
+    return torch.where(large, direct, series)
 
 
 @dataclass(frozen=True)
@@ -204,10 +206,10 @@ class LogSpectrum:
         lam = evals.clamp_min(0.0)
         g = _log1p_ratio(lam / self.eps) / self.eps
         col, row = lam.unsqueeze(-1), lam.unsqueeze(-2)  # [..., n, 1], [..., 1, n]
-        diff = col - row
-        close = diff.abs() <= self.tol * (col + row + self.eps)
+        diff, both = col - row, col + row
+        close = diff.abs() <= self.tol * (both + self.eps)
         quotient = (g.unsqueeze(-1) - g.unsqueeze(-2)) / torch.where(close, 1.0, diff)
-        midpoint = 0.5 * (col + row) / self.eps
+        midpoint = 0.5 * both / self.eps
         divided_g = torch.where(close, _log1p_ratio_derivative(midpoint) / self.eps ** 2, quotient)
         root = g.sqrt()
         return root, divided_g / (root.unsqueeze(-1) + root.unsqueeze(-2))
