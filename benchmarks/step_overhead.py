@@ -102,7 +102,8 @@ def main(argv=None):
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="also profile N steps of each (torch.profiler)")
     ap.add_argument("--compile", choices=("off", "loss", "step"), default="off",
                     help="config compile of the source-only and DMP trainers (dmp/train/compiled.py; the two-domain CE "
-                    "step stays eager); compilation happens in the warm-up steps, outside the timings")
+                    "step stays eager); compilation happens in the warm-up steps, outside the timings. The ATen op "
+                    "count runs the step under dispatch modes, which dynamo traces again: it counts compile=off only")
     args = ap.parse_args(argv)
     device = torch.device(args.device)
     if args.threads:
