@@ -182,6 +182,22 @@ def test_a_failing_compilation_is_a_one_line_error_naming_the_key(tmp_path, aot_
     assert not (tmp_path / "checkpoint.pt").exists()
 
 
+def test_a_mode_auto_chose_falls_back_to_eager_where_compilation_fails(tmp_path, aot_eager, monkeypatch):
+    """``compile: auto`` (here: ``loss`` as if on CUDA) must not end a run that eager would finish: with a backend
+    that fails, every frame runs eagerly, once (the log equals the eager run bit for bit)."""
+    def broken(gm, example_inputs):
+        raise RuntimeError("no code generator")
+
+    torch._dynamo.register_backend(broken, name="dmp_test_broken_auto")
+    cfg = resolve(small_cfg(**dict(STEPS, iterations=6)))
+    train(dict(cfg, compile="off"), tmp_path / "off", task=shift_task(), progress=False)
+    monkeypatch.setenv(compiled.BACKEND_ENV, "dmp_test_broken_auto")
+    trainer = Trainer(cfg, shift_task(), tmp_path / "auto", progress=False)
+    trainer.compiled = compiled.Step(trainer, "loss", fallback=True)
+    trainer.run()
+    assert (tmp_path / "auto" / "log.csv").read_text() == (tmp_path / "off" / "log.csv").read_text()
+
+
 def test_command_line_reports_a_bad_compile_value_in_one_line():
     proc = subprocess.run([sys.executable, "-m", "dmp", "config", "dataset=office31", "source=amazon",
                            "target=webcam", "compile=graphs"], capture_output=True, text=True)

@@ -117,10 +117,13 @@ def losses_and_total(method, ctx, ce):
 class Step:
     """The forward and loss of a trainer's step under mode ``mode``: ``step(it, progress, xs, ys, xt, weights)``
     returns :meth:`Trainer.objective`'s ``(loss, parts, source features, target softmax)``; ``loss(ctx, ce)`` is
-    :func:`losses_and_total` (compiled in mode ``loss``)."""
+    :func:`losses_and_total` (compiled in mode ``loss``).
 
-    def __init__(self, trainer, mode: str):
-        self.mode, self.trainer = mode, trainer
+    ``fallback`` (a mode chosen by ``compile: auto``, not asked for): code that fails to compile runs eagerly, with
+    dynamo's warning (``suppress_errors``: the frame runs once, eagerly), instead of ending the run."""
+
+    def __init__(self, trainer, mode: str, fallback: bool = False):
+        self.mode, self.trainer, self.fallback = mode, trainer, fallback
         self.cuda_graphs = mode == "step" and trainer.device.type == "cuda" and backend() == "inductor"
         method = trainer.method
         if mode != "off":
@@ -134,7 +137,8 @@ class Step:
 
     def _compile(self, fn):
         opts = dict(mode="reduce-overhead") if self.cuda_graphs else {}
-        return torch.compile(fn, backend=backend(), dynamic=False, **opts)
+        fn = torch.compile(fn, backend=backend(), dynamic=False, **opts)
+        return torch._dynamo.config.patch(suppress_errors=True)(fn) if self.fallback else fn
 
     def __call__(self, it, progress, xs, ys, xt, weights):
         if self.mode == "off":

@@ -140,7 +140,7 @@ class Trainer:
         self.provenance = [{"git_commit": git_commit(), "code_version": code_version(), "from_iteration": 0}]
         # config compile (dmp/train/compiled.py): the step's forward and loss, eager or through torch.compile
         self.compile_mode = compiled.resolve_mode(cfg, self.device, self.method)
-        self.compiled = compiled.Step(self, self.compile_mode)
+        self.compiled = compiled.Step(self, self.compile_mode, fallback=cfg["compile"] == "auto")
 
     # -- anchors ---------------------------------------------------------------------------------------
     @property
