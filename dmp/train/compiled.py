@@ -9,7 +9,8 @@ Modes (:func:`resolve_mode`):
   AOTAutograd. On CUDA with the inductor backend it is compiled with ``mode="reduce-overhead"``: the step replays as
   CUDA graphs (static shapes: ``BatchStream`` always yields ``batch_size`` samples).
 * ``auto`` (the default) - ``off`` on the CPU and whenever ``deterministic: true`` (bit-reproducibility is the run's
-  contract); on CUDA with ``deterministic: false``, :data:`AUTO_CUDA`.
+  contract); on CUDA with ``deterministic: false``, :data:`AUTO_CUDA`, where code that fails to compile runs
+  eagerly (a mode that was asked for fails instead, in one line naming the key).
 
 A FUNCTION is compiled, never the model: ``Trainer.model`` stays the ``DMPNet`` (checkpoints keep their
 ``state_dict`` keys, a run resumes under any mode). Graphs are compiled with ``dynamic=False`` and see no Python
