@@ -9,6 +9,14 @@ import numpy as np
 
 from . import registry
 
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+"""The ImageNet statistics the paper's image transform normalises with (the pretrained backbones' own)."""
+
+
+def sample_key(key):
+    """``(index, augmentation seed or None)`` of a dataset key: ``dataset[(index, seed)]`` or ``dataset[index]``."""
+    return key if isinstance(key, tuple) else (key, None)
+
 
 def to_rgb(img):
     """A PIL image as 8-bit RGB. 16- and 32-bit integer images are scaled to 8 bits (PIL's own conversion clips
