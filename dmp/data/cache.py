@@ -9,7 +9,7 @@ never in the tracked tree. 196,608 bytes per image at 256 px (3 x 256 x 256).
 
 The pixels are those of the uncached pipeline after its resize (:func:`dmp.data.inputs.image_transforms`: the
 decoded 8-bit RGB image resized by torchvision's ``Resize((size, size))``), so crops, flips and the normalisation
-applied to them (:class:`dmp.data.inputs.CachedImages`) give the same batches. A split list (partial, first<N>,
+applied to them (:class:`dmp.data.cached_images.CachedImages`) give the same batches. A split list (partial, first<N>,
 n<K>) reads the rows of its images in the domain's cache. Both files are written atomically (temporary file, then
 rename; the index last), and a cache whose list or image bytes changed since it was built is refused.
 """
