@@ -42,6 +42,11 @@ What a method author writes (class attributes first, then methods to override):
     refreshed every ``anchor_period`` as ``anchor_mode`` says), and the mean target softmax over the target set
     (refreshed with them; it gives ``StepContext.class_weights``, Eq. ClassWeight: ``1/c`` vanilla, ``pi``
     partial). Override :meth:`needs` when they depend on the config.
+``compilable``
+    Whether config ``compile`` may compile the method's step (dmp/train/compiled.py): true only when its terms depend
+    on the iteration through the schedule's start switches alone (not on ``StepContext.progress``, as a
+    gradient-reversal coefficient does, nor on per-iteration random generators), else a compiled step would
+    recompile every iteration. Default false.
 
 :meth:`needs` (cfg) -> :class:`Needs`
     The loop's services for a config (defaults: the class attributes above).
@@ -130,6 +135,7 @@ class Method:
     target: ClassVar[str] = "loss"
     anchors: ClassVar[bool] = False
     mean_prediction: ClassVar[bool] = False
+    compilable: ClassVar[bool] = False
 
     def needs(self, cfg: dict) -> Needs:
         return Needs(self.target, self.anchors, self.mean_prediction)

@@ -57,6 +57,7 @@ class DMP(Method):
     terms = TERMS
     anchors = True
     discriminative, align, entropy = True, True, False  # the terms of this variant (dmp_losses)
+    compilable = True  # its terms follow the iteration through the start switches only
 
     def needs(self, cfg):
         # Every variant keeps the anchor pass (dmp_no_ds too: its partial alignment weights come from the same

@@ -17,6 +17,7 @@ class SourceOnly(Method):
     comparison = False
     paper = "the paper's ResNet rows (He et al., CVPR 2016): the backbone fine-tuned on the source"
     target = "none"
+    compilable = True
 
 
 @register
@@ -26,3 +27,4 @@ class SourceOnlyBN(Method):
     comparison = False
     paper = "ours: source_only whose BatchNorm running statistics also see the target batches"
     target = "bn"
+    compilable = True

@@ -21,7 +21,8 @@ refresh replaces them without a recompilation). The eigen-decompositions of the 
 (``spectral.spectral_function``) run eagerly between compiled graphs (:func:`keep_eager`; a compilation is then a
 few graphs): on CUDA ``linalg.eigh`` checks cuSOLVER's error flag on the host, which no CUDA graph can capture, and
 the dynamo of torch 2.11 could not trace its autograd function (benchmarks/cuda_probe.py on an H200). Only the
-methods of :data:`COMPILABLE`, whose terms depend on the iteration through those switches alone, are compiled; a
+methods that declare ``compilable`` (dmp/methods/base.py), whose terms depend on the iteration through those switches
+alone, are compiled; a
 method that draws per-iteration random masks or follows the training progress (gradient reversal) would compile a
 graph per step.
 
@@ -43,9 +44,6 @@ MODES = ("auto", "off", "loss", "step")
 # (CUDA graphs) against it decides (benchmarks/step_overhead.py --compile, docs/benchmarks.md).
 AUTO_CUDA = "loss"
 BACKEND_ENV = "DMP_COMPILE_BACKEND"
-# Methods whose terms depend on the iteration only through the schedule's start switches (and not on
-# ``ctx.progress`` nor on per-iteration random generators): the only ones a compiled step serves exactly.
-COMPILABLE = ("source_only", "source_only_bn", "dmp", "dmp_no_al", "dmp_no_ds", "dmp_ent")
 
 
 def backend() -> str:
@@ -57,19 +55,24 @@ def resolve_mode(cfg: dict, device: torch.device, method) -> str:
     that cannot work here raises :class:`ConfigError` naming the key, before any training."""
     mode = cfg["compile"]
     if mode == "auto":
-        return AUTO_CUDA if device.type == "cuda" and not cfg["deterministic"] and method.name in COMPILABLE \
+        return AUTO_CUDA if device.type == "cuda" and not cfg["deterministic"] and method.compilable \
             and _unavailable(device) is None else "off"
     if mode == "off":
         return mode
-    if method.name not in COMPILABLE:
+    if not method.compilable:
         raise ConfigError(f"config key 'compile' = {mode!r}: method {method.name!r} depends on the iteration beyond "
                           f"the start switches (progress or per-iteration random masks), so a compiled step would "
-                          f"recompile every iteration; compiled methods: {', '.join(COMPILABLE)}; use compile: off")
+                          f"recompile every iteration; compilable methods: {', '.join(_compilable())}; use compile: off")
     why = _unavailable(device)
     if why:
         raise ConfigError(f"config key 'compile' = {mode!r}: torch.compile is unavailable here ({why}); use "
                           f"compile: off")
     return mode
+
+
+def _compilable() -> list[str]:
+    from .. import methods
+    return [name for name in methods.names() if methods.get(name).compilable]
 
 
 def _unavailable(device: torch.device) -> str | None:
