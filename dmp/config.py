@@ -34,10 +34,26 @@ class Param:
     check: Callable[[Any], bool] | None = None
     expect: str = ""
     source: str = ""  # a method-scoped key's default: the sentence / table of its own paper or code it rests on
+    choices: tuple = ()  # the values of a key with a fixed set of them (:func:`_choice`)
 
 
 def _choice(*values):
-    return dict(check=lambda v: v in values, expect="one of " + ", ".join(map(str, values)))
+    return dict(check=lambda v: v in values, expect="one of " + ", ".join(map(str, values)), choices=values)
+
+
+_WORDS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
+
+
+def spelled(param: Param, value):
+    """``value`` as the key means it, whichever way a word reached it: YAML 1.1 reads ``off``/``on``/``yes``/``no``
+    as booleans (``compile=off`` -> False, meaning ``"off"``), and Snakemake's ``--config`` passes the values inside a
+    mapping as strings (``train={"input_cache":true}`` -> ``"true"``, meaning True)."""
+    if isinstance(value, bool) and value not in param.choices:
+        word = "on" if value else "off"
+        return word if word in param.choices else value
+    if isinstance(value, str) and isinstance(param.default, bool) and value.lower() in _WORDS:
+        return _WORDS[value.lower()]
+    return value
 
 
 def _nonneg():
@@ -383,6 +399,7 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
     for key in (*FLOAT_KEYS, *floats):
         cfg[key] = _as_float(cfg[key])
     for key, param in scope.items():
+        cfg[key] = spelled(param, cfg[key])
         problem = value_problem(param, cfg[key])
         if problem:
             raise ConfigError(f"config key {key!r} {problem}")
@@ -511,7 +528,7 @@ def check_values(values: dict[str, Any], where: str) -> None:
         # the same coercions and check as a run's config (dependent keys, e.g. crop <= resize, are checked when the
         # suite resolves each run's config)
         param = PARAMS[key] if key in PARAMS else declared[key][1]
-        coerced = _coerce(value)
+        coerced = spelled(param, _coerce(value))
         if key in FLOAT_KEYS or isinstance(param.default, float):
             coerced = _as_float(coerced)
         problem = value_problem(param, coerced, written=value)

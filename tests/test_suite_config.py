@@ -178,3 +178,20 @@ def test_a_tables_config_json_resolves_each_run_to_the_config_the_suite_trains()
     for run in runs:
         assert table.expected_config(run) == full.expected_config(run), run
     assert full.expected_config(runs[0])["iterations"] == 20
+
+
+def test_words_reach_keys_as_meant():
+    """YAML 1.1 reads ``off``/``on`` as booleans and Snakemake's ``--config`` passes the values inside a mapping as
+    strings: ``compile=off`` means "off" (not False, which the key refuses), ``"true"`` in a suite's train mapping
+    means True; a word that means neither stays refused."""
+    from dmp.config import ConfigError, check_values, parse_overrides, resolve
+
+    base = dict(dataset="demo", source="solid", target="outline")
+    cfg = resolve({**base, **parse_overrides(["compile=off", "input_cache=on", "manifold_bn=no"])})
+    assert (cfg["compile"], cfg["input_cache"], cfg["manifold_bn"]) == ("off", True, False)
+    cfg = resolve({**base, "input_cache": "true", "intra_grad_p": "False"})
+    assert cfg["input_cache"] is True and cfg["intra_grad_p"] is False
+    check_values({"input_cache": "true", "compile": False}, "train")  # the suite's own check agrees
+    for bad in ({"input_cache": "maybe"}, {"compile": True}, {"precision": False}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            resolve({**base, **bad})
