@@ -330,6 +330,18 @@ def test_eval_lists_adapt_on_the_train_lists_and_score_the_test_lists(user):
     assert splits.split_size("dn", "c", "full") == 5  # `config --schedule`: the epoch of the images trained on
     assert sorted(task.target_eval.labels.tolist()) == [0, 1, 2]
     assert task.scored == {"domain": "real", "split": "full", "part": "eval", "list": "lists/eval/real_full.txt"}
+    # the input cache holds each domain whole; each part reads its own rows of it: the same images, the same batches
+    import torch
+
+    from dmp.data import cache
+    for d in ("clipart", "real"):
+        cache.build("dn", d, cfg["resize"], progress=False)
+    held, plain = build_task({**cfg, "input_cache": True}), build_task(cfg)
+    for a, b in zip((held.source_train, held.source_eval, held.target_train, held.target_eval),
+                    (plain.source_train, plain.source_eval, plain.target_train, plain.target_eval)):
+        assert a.labels.tolist() == b.labels.tolist()
+        assert torch.equal(a.batch(list(range(len(a))), [7] * len(a))[0],
+                           torch.stack([b[(i, 7)][0] for i in range(len(b))]))
     out = user.path / "run"
     with pytest.raises(SystemExit) as exc:
         dmp_main(["train", "--quiet", "--out", str(out), "dataset=dn", "source=c", "target=r", "threads=1",

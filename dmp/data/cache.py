@@ -148,9 +148,10 @@ def build(name: str, domain: str, size: int = 256, workers: int = 0, progress: b
     return index
 
 
-def load(name: str, domain: str, split: str, size: int):
+def load(name: str, domain: str, split: str, size: int, part: str = ""):
     """``(pixels [N_domain, 3, size, size] uint8 memory map, rows of the split's images in it, labels)`` for the
-    ``(domain, split)`` list of a run. Refused with a one-line error: no cache (the command that builds it), a cache
+    ``(domain, split, part)`` list of a run (``part``: a domain with ``eval_lists`` is cached whole, its training
+    and evaluation parts read their rows from it). Refused with a one-line error: no cache (the command that builds it), a cache
     built from another list or other image bytes (stale), or a split image the cache lacks."""
     pixels, index = cache_paths(name, domain, size)
     if not index.is_file() or not pixels.is_file():
@@ -173,7 +174,7 @@ def load(name: str, domain: str, split: str, size: int):
         raise ValueError(f"{pixels}: holds {arr.dtype} {list(arr.shape)}, its index says uint8 "
                          f"{[len(meta['paths']), 3, size, size]}; rebuild it with `{_command(name, domain, size)}`")
     spec = registry.get_dataset(name)
-    lst = registry.list_file(name, domain, split)
+    lst = registry.list_file(name, domain, split, part)
     entries = registry.read_list(lst, len(spec.classes) or None)
     row = {}
     for i, p in enumerate(meta["paths"]):

@@ -286,9 +286,6 @@ def build_task(cfg) -> Task:
     reads, scores = run_lists(spec.name, *src, *tgt), scored(spec.name, *tgt)  # eval_lists: train / eval parts
     # images: the version of what this run reads (its lists and the bytes they name); arrays: their files
     version = registry.dataset_version(spec.name, *([list(reads.values()), True] if spec.kind == "images" else []))
-    if cfg.get("input_cache") and any(part for *_, part in reads.values()):
-        raise ValueError(f"config key 'input_cache' = on: dataset {spec.name} scores {tgt[0]} on its eval_lists, "
-                         f"which the input cache does not serve yet (set input_cache=off)")
     if spec.kind == "images":
         root = registry.require_dataset(spec.name)   # clear "how to get it" error when missing
         train_tf = image_transforms(True, cfg["resize"], cfg["crop"])
@@ -296,8 +293,9 @@ def build_task(cfg) -> Task:
         if cfg["input_cache"]:  # decoded and resized once (dmp/data/cache.py); crops, flips, normalisation per batch
             from . import cache
 
-            held = {k: cache.load(spec.name, *k, cfg["resize"]) for k in (src, tgt)}
-            cached = [CachedImages(*held[k], cfg["crop"], train) for k in (src, tgt) for train in (True, False)]
+            held = {role: cache.load(spec.name, d, split, cfg["resize"], part) for role, (d, split, part) in reads.items()}
+            cached = [CachedImages(*held[role], cfg["crop"], train) for role, train in (
+                ("source_train", True), ("source_train", False), ("target_train", True), ("target_eval", False))]
             return Task(*cached, classes, 3, None, version, scores)
         small = spec.name == "demo" or spec.cache_images
         lists = {role: registry.list_file(spec.name, *k) for role, k in reads.items()}
