@@ -21,10 +21,9 @@ refresh replaces them without a recompilation). The eigen-decompositions of the 
 (``spectral.spectral_function``) run eagerly between compiled graphs (:func:`keep_eager`; a compilation is then a
 few graphs): on CUDA ``linalg.eigh`` checks cuSOLVER's error flag on the host, which no CUDA graph can capture, and
 the dynamo of torch 2.11 could not trace its autograd function (benchmarks/cuda_probe.py on an H200). Only the
-methods that declare ``compilable`` (dmp/methods/base.py), whose terms depend on the iteration through those switches
-alone, are compiled; a
-method that draws per-iteration random masks or follows the training progress (gradient reversal) would compile a
-graph per step.
+methods that declare ``compilable`` (dmp/methods/base.py), whose terms depend on the iteration through those
+switches alone, are compiled; a method that draws per-iteration random masks or follows the training progress
+(gradient reversal) would compile a graph per step.
 
 ``DMP_COMPILE_BACKEND`` (environment, default ``inductor``) names another ``torch.compile`` backend (``aot_eager``:
 the same graph capture and AOTAutograd backward without code generation; the tests use it, inductor costs tens of
