@@ -11,6 +11,13 @@ from torch.autograd.function import once_differentiable
 from ..manifolds.spectral import batching
 
 
+@functools.lru_cache(maxsize=None)
+def _pair_mask(m: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``[m, m]``: ``2 / (m (m - 1))`` above the diagonal, 0 elsewhere (the mean over the pairs ``i < j`` as a
+    weighted sum), made once per shape (a constant of every step)."""
+    return torch.ones(m, m, dtype=dtype, device=device).triu(1) / (m * (m - 1) // 2)
+
+
 def _layers(h, anchors):
     """``(h, anchors)`` as equal-length lists of layers (a tensor is one layer)."""
     if isinstance(h, torch.Tensor):
@@ -128,14 +135,16 @@ def inter_class_loss(h_s, y_s: torch.Tensor, source_mean, num_classes: int,
         m = present_idx.numel()
     if m < 2:
         return layers[0].sum() * 0.0
-    iu = torch.triu_indices(m, m, offset=1, device=layers[0].device)
     if batching(layers[0]) and len(layers) > 1:  # a GPU: the layers zero-padded into one batch [L, c, D]
         h, mean = padded_stack(layers), padded_stack([a.detach() for a in anchors])
         centred = torch.bmm((onehot_t / scale).expand(len(layers), -1, -1), h) - mean.unsqueeze(1)  # (1/n_i: once)
         if absent == "skip":
             centred = centred[:, present_idx]
         unit = unit_rows(centred, eps=eps)                    # (zero columns change no norm)
-        return torch.bmm(unit, unit.mT)[:, iu[0], iu[1]].mean(1).sum()
+        # the mean over i < j as a masked sum: a gather's backward is index_put_ with accumulate, which on CUDA sorts
+        # its indices (deterministic mode) and may wait for the host; a masked sum's backward is elementwise
+        return (torch.bmm(unit, unit.mT) * _pair_mask(m, unit.dtype, unit.device)).sum()
+    iu = torch.triu_indices(m, m, offset=1, device=layers[0].device)
     terms = []
     for h, mean in zip(layers, anchors):
         centred = (onehot_t @ h) / scale - mean.detach().unsqueeze(0)
