@@ -83,7 +83,7 @@ def test_no_reference_a_reader_cannot_follow(path):
 
 def test_the_demo_timing_stands_in_one_place():
     timings = {p.name: re.findall(r"\d+ min \d+ s", p.read_text()) for p in [ROOT / "README.md", *DOCS]}
-    assert {name: found for name, found in timings.items() if found} == {"workflow.md": ["9 min 35 s"]}
+    assert {name: found for name, found in timings.items() if found} == {"workflow.md": ["9 min 57 s", "9 min 35 s"]}
     assert "docs/workflow.md#demo-timings" in README
 
 
