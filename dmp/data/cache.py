@@ -24,8 +24,6 @@ import numpy as np
 from ..io import atomic_write, write_json
 from . import registry
 
-BYTES_PER_IMAGE_256 = 3 * 256 * 256
-
 
 def cache_root(name: str, data_dir: str | None = None) -> Path:
     """``.<data folder name>.cache`` beside the dataset's data folder (:func:`registry.data_root`; ``data_dir``:
