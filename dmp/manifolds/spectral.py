@@ -50,7 +50,7 @@ EIGH_ON_HOST = False
 """Whether the eigen-decompositions of CUDA tensors run on the host (LAPACK, one copy each way) instead of cuSOLVER.
 Both wait for the device: torch's ``linalg.eigh`` reads cuSOLVER's error flag on the host (benchmarks/cuda_probe.py).
 For the step's small ``[B, n, n]`` Gram matrices cuSOLVER is host-bound (2.5 ms for ``[4, 50, 50]`` float64 on an
-H200); docs/benchmarks.md gives the measured choice."""
+H200). Off until measured: ``benchmarks/cuda_probe.py --parts host-eigh`` times a DMP step both ways."""
 
 
 def eigh(gram: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
