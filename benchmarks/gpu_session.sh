@@ -6,15 +6,24 @@
 # Writes into $OUT (default ./gpu-figures): env.txt (GPU, driver, torch); probe.log (benchmarks/cuda_probe.py: host
 # synchronisations of a DMP step, cuSOLVER against host eigh); step.log (benchmarks/step_overhead.py per compile mode,
 # fp32 and bf16); throughput_*.json and throughput.log (benchmarks/throughput.py at the paper's image sizes, with and
-# without the input cache, fp32 and bf16 + cudnn.benchmark); with PARTS including demo, demo.log +
+# without the input cache, fp32 and bf16 + cudnn.benchmark); equivalence.log (benchmarks/compile_equivalence.py:
+# compile step against off on CUDA, cold and warm); with PARTS including demo, demo.log +
 # demo_tables.tar.gz (the demo's six tables, trained with device=cuda into results/demo_cuda).
 # Each part has its own time limit, so one that fails leaves the others' figures. Needs a python with torch,
 # torchvision and the project's dependencies (snakemake for the demo part); the project itself is imported from
 # the checkout (PYTHONPATH=.). Set PYTHON to pick the interpreter, PARTS to run a subset ("probe step throughput demo").
+# SESSION_S caps the whole script (seconds, default 3600): a part never runs past it, so a lease's last minutes still
+# return the figures already taken. STEP_RUNS and THROUGHPUT_RUNS pick the runs of those parts (see below).
 set -u
+SESSION_END=$(( $(date +%s) + ${SESSION_S:-3600} ))
+left() {  # the smaller of $1 seconds and the time left before SESSION_END (at least 1)
+  local rest=$(( SESSION_END - $(date +%s) ))
+  (( rest < 1 )) && rest=1
+  echo $(( $1 < rest ? $1 : rest ))
+}
 OUT=${OUT:-gpu-figures}
 PYTHON=${PYTHON:-python3}
-PARTS=${PARTS:-"probe step throughput"}
+PARTS=${PARTS:-"probe equivalence step throughput"}
 mkdir -p "$OUT"
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 
@@ -30,37 +39,47 @@ cat "$OUT/env.txt"
 
 if [[ " $PARTS " == *" probe "* ]]; then
   # What in a DMP step waits for the host; cuSOLVER's eigh against the host's (benchmarks/cuda_probe.py).
-  timeout 90 "$PYTHON" benchmarks/cuda_probe.py --parts sync,eigh,host-eigh 2>&1 | grep -v -i warn | tee "$OUT/probe.log"
+  timeout "$(left 90)" "$PYTHON" benchmarks/cuda_probe.py --parts "${PROBE_PARTS:-sync,eigh,host-eigh}" 2>&1 | grep -v -i warn | tee "$OUT/probe.log"
+fi
+
+if [[ " $PARTS " == *" equivalence "* ]]; then
+  # compile: step (CUDA graphs) against off, 20 steps from the same weights; twice: a cold and a warm compilation.
+  for pass in cold warm; do
+    echo "== compile_equivalence ($pass inductor cache)" | tee -a "$OUT/equivalence.log"
+    timeout "$(left 200)" "$PYTHON" benchmarks/compile_equivalence.py --device cuda --compile step --steps 20 2>&1 \
+      | grep -v -i warn | tee -a "$OUT/equivalence.log"
+  done
 fi
 
 if [[ " $PARTS " == *" step "* ]]; then
   # The step's cost per compile mode and precision (benchmarks/step_overhead.py: tensors already on the GPU).
-  for run in "fp32 off" "fp32 loss" "fp32 step" "bf16 off" "bf16 ${BF16_COMPILE:-loss}"; do
-    set -- $run
+  for run in ${STEP_RUNS:-"fp32:off" "fp32:loss" "bf16:off" "bf16:loss" "fp32:step"}; do  # precision:compile
+    set -- ${run/:/ }
     echo "== step_overhead precision=$1 compile=$2" | tee -a "$OUT/step.log"
     limit=${STEP_TIMEOUT:-100}
     [[ $2 == step ]] && limit=${STEP_COMPILE_TIMEOUT:-300}  # a cold inductor compilation of the ResNet-50 step
-    timeout "$limit" "$PYTHON" benchmarks/step_overhead.py --device cuda --size 224 --batch 50 \
+    timeout "$(left "$limit")" "$PYTHON" benchmarks/step_overhead.py --device cuda --size 224 --batch 50 \
       --repeats 20 --precision "$1" --compile "$2" 2>&1 | grep -v -i warn | tee -a "$OUT/step.log"
   done
 fi
 
 if [[ " $PARTS " == *" throughput "* ]]; then
-  for run in ${THROUGHPUT_RUNS:-"fp32:cache" "fp32:" "bf16:cache"}; do
-    precision=${run%%:*} cache=${run#*:}
+  for run in ${THROUGHPUT_RUNS:-"fp32:cache" "fp32:" "bf16:cache"}; do  # precision:[cache][:compile mode]
+    IFS=: read -r precision cache mode <<< "$run"
     extra=""
     [[ $precision == bf16 ]] && extra="--precision bf16 --cudnn-benchmark"
     [[ $cache == cache ]] && extra="$extra --input-cache"
-    name="throughput_${precision}${cache:+_$cache}"
+    [[ -n $mode ]] && extra="$extra --compile $mode"
+    name="throughput_${precision}${cache:+_$cache}${mode:+_$mode}"
     echo "== throughput $precision $extra" | tee -a "$OUT/throughput.log"
-    timeout "${THROUGHPUT_TIMEOUT:-150}" "$PYTHON" benchmarks/throughput.py --device cuda --size real $extra \
+    timeout "$(left "${THROUGHPUT_TIMEOUT:-150}")" "$PYTHON" benchmarks/throughput.py --device cuda --size real $extra \
       ${THROUGHPUT_ARGS:-} --json "$OUT/$name.json" 2>&1 | grep -v -i warn | tee -a "$OUT/throughput.log"
   done
 fi
 
 if [[ " $PARTS " == *" demo "* ]]; then
   start=$(date +%s)
-  timeout 300 "$PYTHON" -m snakemake --cores "$(nproc)" all_tables --configfile config/demo.yaml \
+  timeout "$(left 300)" "$PYTHON" -m snakemake --cores "$(nproc)" all_tables --configfile config/demo.yaml \
     --config 'train={"device":"cuda"}' results=results/demo_cuda data_dir=results/demo_cuda/data \
     > "$OUT/demo.log" 2>&1
   echo "demo rc=$? wall_s=$(( $(date +%s) - start ))" | tee -a "$OUT/demo.log"

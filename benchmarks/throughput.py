@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dmp.config import resolve  # noqa: E402
 from dmp.data.inputs import (BatchStream, CachedImages, ImageListDataset, Task, image_transforms,  # noqa: E402
                              loader_options)
+from dmp.train.compiled import compile_function  # noqa: E402
 from dmp.train.trainer import Trainer  # noqa: E402
 from torch.utils.data import Subset  # noqa: E402
 
@@ -139,31 +140,45 @@ def in_memory_batches(trainer, k):
     return src, tgt
 
 
-def both_ce(trainer, xs, ys, xt):
-    """The two-domain cross-entropy step: the trainer's model, autocast and optimiser, both batches forward and
-    backward, no DMP term (the reference of the DMP / two-domain CE goal)."""
-    trainer.model.train()
+def ce_objective(trainer, xs, ys, xt):
     _, logits_s = trainer.forward(xs)
     _, logits_t = trainer.forward(xt)
-    loss = F.cross_entropy(logits_s, ys) + 0.0 * logits_t.sum()
+    return F.cross_entropy(logits_s, ys) + 0.0 * logits_t.sum()
+
+
+def both_ce(trainer, xs, ys, xt):
+    """The two-domain cross-entropy step: the trainer's model, autocast and optimiser, both batches forward and
+    backward, no DMP term (the reference of the DMP / two-domain CE goal); under ``--compile step`` its forward and
+    loss compiled as the DMP step's are (``trainer.ce_objective``)."""
+    trainer.model.train()
+    loss = getattr(trainer, "ce_objective", ce_objective)(trainer, xs, ys, xt)
     trainer.opt.zero_grad(set_to_none=True)
     loss.backward()
     trainer.opt.step()
 
 
-def end_to_end(trainer, dmp: bool, steps, warmup) -> float:
+def end_to_end(trainer, dmp: bool, steps, warmup) -> tuple[float, float, float]:
     """Seconds per iteration of the trainer's loop (``Trainer.run``) without anchor passes: the streams' batches
-    fed to ``Trainer.step``, a log row every LOG_EVERY steps."""
+    fed to ``Trainer.step``, a log row every LOG_EVERY steps. Also the host's seconds per iteration spent getting
+    the next batches (waiting for the loader, or cutting cached crops) and inside ``Trainer.step``, over the measured
+    steps: where the loop's host time goes."""
     src = trainer.source.iterate(0, warmup + steps, trainer.pin_memory)
     tgt = trainer.target.iterate(0, warmup + steps, trainer.pin_memory) if dmp else None
+    waited = stepped = 0.0
+    t0 = time.perf_counter()
     for i, (xs, ys) in enumerate(src):
         if i == warmup:
             sync(trainer.device)
-            start = time.perf_counter()
+            start, waited, stepped = time.perf_counter(), 0.0, 0.0
+            t0 = start
         xt = next(tgt)[0] if dmp else None
+        t1 = time.perf_counter()
         trainer.step(i, xs, ys, xt, log=i % LOG_EVERY == 0)
+        t2 = time.perf_counter()
+        waited, stepped = waited + t1 - t0, stepped + t2 - t1
+        t0 = time.perf_counter()
     sync(trainer.device)
-    return (time.perf_counter() - start) / steps
+    return (time.perf_counter() - start) / steps, waited / steps, stepped / steps
 
 
 def anchor_pass(trainer, n_full: int, n_target: int, repeats: int = 2):
@@ -389,6 +404,8 @@ def main(argv=None):
         dmp = build_trainer("dmp", task, args, size, tmp)
         src = build_trainer("source_only", task, args, size, tmp)
         src.model.load_state_dict(dmp.model.state_dict())
+        if dmp.compiled.mode == "step":  # the two-domain CE reference compiled as the DMP step is
+            src.ce_objective = compile_function(ce_objective, dmp.compiled.cuda_graphs)
         device = dmp.device
         for part in ds.values():  # (the domain outside the task too: its pipeline figure)
             if isinstance(part, CachedImages):
@@ -416,14 +433,19 @@ def main(argv=None):
         t_model_both = timed(lambda i: both_ce(src, *src_b[i % k], tgt_b[i % k]), steps, warmup, device)
         t_model_dmp = timed(lambda i: dmp.step(i, *src_b[i % k], tgt_b[i % k], log=i % LOG_EVERY == 0), steps,
                             warmup, device)
-        # the host-side proxy of issue 21 (benchmarks/op_count.py): ATen ops of one non-logging step of each
-        from op_count import count  # (imported here: op_count imports this module)
-        ops_dmp = count(lambda: dmp.step(warmup + steps, *src_b[0], tgt_b[0], log=False))
-        ops_both = count(lambda: both_ce(src, *src_b[0], tgt_b[0]))
+        # the host-side proxy of issue 21 (benchmarks/op_count.py): ATen ops of one non-logging step of each (eager
+        # steps only: a compiled step dispatches its graphs' ops)
+        ops = None
+        if dmp.compiled.mode == "off":
+            from op_count import count  # (imported here: op_count imports this module)
+            ops_dmp = count(lambda: dmp.step(warmup + steps, *src_b[0], tgt_b[0], log=False))
+            ops_both = count(lambda: both_ce(src, *src_b[0], tgt_b[0]))
+            ops = {"dmp": ops_dmp.total, "two_domain_ce": ops_both.total, "dmp_extra": ops_dmp.total - ops_both.total,
+                   "dmp_host_reads": sum(ops_dmp.syncs.values())}
 
         # 4. end to end (the trainer's loop, no anchor pass)
-        t_e2e_src = end_to_end(src, False, steps, warmup)
-        t_e2e_dmp = end_to_end(dmp, True, steps, warmup)
+        t_e2e_src, wait_src, host_src = end_to_end(src, False, steps, warmup)
+        t_e2e_dmp, wait_dmp, host_dmp = end_to_end(dmp, True, steps, warmup)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -451,11 +473,12 @@ def main(argv=None):
         "model_images_per_s": {"source_only": b / t_model_src, "two_domain_ce": 2 * b / t_model_both,
                                "dmp": 2 * b / t_model_dmp},
         "end_to_end_images_per_s": {"source_only": b / t_e2e_src, "dmp": 2 * b / t_e2e_dmp},
-        "ops_per_step": {"dmp": ops_dmp.total, "two_domain_ce": ops_both.total,
-                         "dmp_extra": ops_dmp.total - ops_both.total, "dmp_host_reads": sum(ops_dmp.syncs.values())},
+        "ops_per_step": ops,
         "seconds_per_step": {"model_source_only": t_model_src, "model_two_domain_ce": t_model_both,
                              "model_dmp": t_model_dmp, "end_to_end_source_only": t_e2e_src,
                              "end_to_end_dmp": t_e2e_dmp},
+        "end_to_end_host_seconds_per_step": {"input_source_only": wait_src, "step_source_only": host_src,
+                                             "input_dmp": wait_dmp, "step_dmp": host_dmp},
         "anchor_pass_seconds": {"vanilla": t_pass, "partial": t_pass_partial, "n_source": n_source,
                                 "n_target": n_target, "fixed_per_pass": pass_fixed,
                                 "per_image": pass_per_image},
@@ -499,10 +522,21 @@ def report(r):
     print(f"end-to-end / model-only         source-only {ra['end_to_end_over_model_source_only']:6.3f}   DMP "
           f"{ra['end_to_end_over_model_dmp']:6.3f}   (goal >= 0.9: "
           f"{ok(min(ra['end_to_end_over_model_source_only'], ra['end_to_end_over_model_dmp']) >= 0.9)})")
+    h = r.get("end_to_end_host_seconds_per_step")
+    if h:
+        sec = r["seconds_per_step"]
+        print(f"  loop's host time per step      source-only: next batch {1e3 * h['input_source_only']:.1f} ms, "
+              f"Trainer.step {1e3 * h['step_source_only']:.1f} ms of {1e3 * sec['end_to_end_source_only']:.1f} ms; "
+              f"DMP: next batches {1e3 * h['input_dmp']:.1f} ms, Trainer.step {1e3 * h['step_dmp']:.1f} ms of "
+              f"{1e3 * sec['end_to_end_dmp']:.1f} ms (the host blocks where the device is behind: in the step's "
+              f"log rows and the loader's pinned copies)")
     o = r["ops_per_step"]
-    print(f"ATen ops per step (log=False)   two-domain CE {o['two_domain_ce']}   DMP {o['dmp']}   extra "
-          f"{o['dmp_extra']} (issue 21: 843; goal <= 281: {ok(o['dmp_extra'] <= 281)})   host reads in the DMP step "
-          f"{o['dmp_host_reads']} (goal 0: {ok(o['dmp_host_reads'] == 0)})")
+    if o is None:
+        print(f"ATen ops per step (log=False)   not counted: compile={r['compile']} (op_count.py counts eager steps)")
+    else:
+        print(f"ATen ops per step (log=False)   two-domain CE {o['two_domain_ce']}   DMP {o['dmp']}   extra "
+              f"{o['dmp_extra']} (issue 21: 843; goal <= 281: {ok(o['dmp_extra'] <= 281)})   host reads in the DMP "
+              f"step {o['dmp_host_reads']} (goal 0: {ok(o['dmp_host_reads'] == 0)})")
     print(f"DMP / two-domain CE step        {ra['dmp_over_two_domain_ce_step']:6.3f}   (goal <= 1.10: "
           f"{ok(ra['dmp_over_two_domain_ce_step'] <= 1.10)})")
     ep = r["seconds_per_epoch_wall"]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 
 import torch
 
@@ -105,6 +106,9 @@ def keep_eager():
     is defined: importing dynamo costs ~1.3 s, which every ``python -m dmp`` command would pay."""
     from ..manifolds import spectral
 
+    # Dynamo traces the functions behind ``functools.lru_cache`` (constant masks and signs made from shapes and a
+    # device) and warns that it ignores the cache: the traced function is the one cached, so the warning is noise.
+    warnings.filterwarnings("ignore", message="Dynamo detected a call to a `functools.lru_cache`-wrapped function")
     if not getattr(spectral.spectral_function, "_dmp_kept_eager", False):
         wrapped = torch.compiler.disable(spectral.spectral_function)
         wrapped._dmp_kept_eager = True
@@ -139,8 +143,7 @@ class Step:
         self._objective = self._compile(trainer.objective) if mode == "step" else trainer.objective
 
     def _compile(self, fn):
-        opts = dict(mode="reduce-overhead") if self.cuda_graphs else {}
-        fn = torch.compile(fn, backend=backend(), dynamic=False, **opts)
+        fn = compile_function(fn, self.cuda_graphs)
         return torch._dynamo.config.patch(suppress_errors=True)(fn) if self.fallback else fn
 
     def __call__(self, it, progress, xs, ys, xt, weights):
@@ -161,3 +164,10 @@ class Step:
             why = f"{type(cause).__name__}: {text.splitlines()[0][:200]}" if text else type(cause).__name__
             raise ConfigError(f"config key 'compile' = {self.mode!r}: torch.compile failed ({why}); use "
                               f"compile: off") from None
+
+
+def compile_function(fn, cuda_graphs: bool):
+    """``torch.compile(fn)`` as a mode compiles it: :func:`backend`, static shapes, and CUDA graphs
+    (``mode="reduce-overhead"``) when ``cuda_graphs`` (mode ``step`` on CUDA with inductor; the benchmarks compile
+    their eager references with it too)."""
+    return torch.compile(fn, backend=backend(), dynamic=False, **(dict(mode="reduce-overhead") if cuda_graphs else {}))
