@@ -8,6 +8,7 @@ cost with inductor's on-disk cache warm, as the second job of a suite on that ma
 time of each (logging every step, so a host read per step).
 
     python benchmarks/compile_equivalence.py --device cuda --compile step          # CUDA graphs (reduce-overhead)
+    python benchmarks/compile_equivalence.py --device cuda --compile step --tf32 off   # is the difference TF32's?
     DMP_COMPILE_BACKEND=aot_eager python benchmarks/compile_equivalence.py --backbone identity --steps 4   # CPU
 
 The shapes default to benchmarks/step_overhead.py's (ResNet-50, batch 50, 224 px, layers 1024/512, 31 classes), so
@@ -45,7 +46,13 @@ def main(argv=None):
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     ap.add_argument("--compile", choices=("loss", "step"), default="step")
+    ap.add_argument("--tf32", choices=("default", "off"), default="default",
+                    help="off: no TensorFloat-32 in cuDNN convolutions or matmuls, for both trainers (torch's default "
+                    "lets cuDNN use it; rounding of about 1e-3 whose placement differs between kernels)")
     args = ap.parse_args(argv)
+    if args.tf32 == "off":
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     device = torch.device(args.device)
     g = torch.Generator().manual_seed(0)
     b, k = args.batch, args.batches
@@ -75,7 +82,7 @@ def main(argv=None):
     worst, first = 0.0, None
     print(f"backbone={args.backbone} batch={b} dims={args.dims} device="
           f"{torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'} precision={args.precision} "
-          f"torch={torch.__version__} compile={args.compile} steps={args.steps}")
+          f"torch={torch.__version__} compile={args.compile} steps={args.steps} tf32={args.tf32}")
     for it in range(args.steps):
         rows = {}
         for name, t in (("off", eager), (args.compile, comp)):

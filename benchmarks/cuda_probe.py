@@ -7,8 +7,9 @@ captured as a CUDA graph or compiled. Needs a CUDA device (on the CPU it says so
 2. **CUDA graph capture** of the forward passes, the DMP losses and the backward (``torch.cuda.graph``; no
    optimizer): does it capture, and does a replay give the loss of an eager step?
 3. **Batched eigen-decomposition** on the device: ``torch.linalg.eigh`` of the step's Gram matrices (float64,
-   ``[B, n, n]``), host and device time per call, against the same on the host (copies included); then the whole
-   DMP step with ``dmp.manifolds.spectral.EIGH_ON_HOST`` off and on (``host-eigh``).
+   ``[B, n, n]``), host and device time per call, against the same on the host (copies included). (A host LAPACK
+   path for the whole step was measured on an H200 and removed: 17.9-24.4 ms against 11.2-14.1 ms per DMP step,
+   results/benchmarks/h200-2026-11-27/probe.log.)
 4. **torch.compile of the loss terms** (``default`` and ``reduce-overhead``): compile time, step time, and the loss
    difference to the eager step.
 
@@ -164,23 +165,6 @@ def eigh_cost(args):
     print(f"[eigh] same in float32: wall {(time.perf_counter() - t0) / reps * 1e3:.2f} ms per call")
 
 
-def host_eigh(t, xs, ys, xt, reps=30):
-    """The DMP step (optimizer included) with the eigen-decompositions on cuSOLVER and on the host."""
-    from dmp.manifolds import spectral
-
-    for on_host in (False, True, False, True):
-        spectral.EIGH_ON_HOST = on_host
-        for _ in range(3):
-            t.step(100, xs, ys, xt, log=False)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            t.step(100, xs, ys, xt, log=False)
-        torch.cuda.synchronize()
-        print(f"[host-eigh] EIGH_ON_HOST={on_host}: DMP step {(time.perf_counter() - t0) / reps * 1e3:.1f} ms")
-    spectral.EIGH_ON_HOST = False
-
-
 def compiled(args, t, xs, ys, xt):
     def timed(fn, reps=20):
         for _ in range(3):
@@ -227,7 +211,7 @@ def main(argv=None):
     ap.add_argument("--dims", type=int, nargs="+", default=[1024, 512])
     ap.add_argument("--metric", default="G")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
-    ap.add_argument("--parts", default="sync,eigh,host-eigh,compile,graph")
+    ap.add_argument("--parts", default="sync,eigh,compile,graph")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("cuda_probe: no CUDA device here; nothing to probe")
@@ -237,7 +221,6 @@ def main(argv=None):
     t, xs, ys, xt = build(args)
     # The capture runs last: a failed capture can leave the stream unusable.
     for part, fn in (("sync", lambda: syncs(t, xs, ys, xt)), ("eigh", lambda: eigh_cost(args)),
-                     ("host-eigh", lambda: host_eigh(t, xs, ys, xt)),
                      ("compile", lambda: compiled(args, t, xs, ys, xt)), ("graph", lambda: capture(t, xs, ys, xt))):
         if part in parts:
             try:

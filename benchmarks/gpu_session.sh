@@ -39,15 +39,16 @@ cat "$OUT/env.txt"
 
 if [[ " $PARTS " == *" probe "* ]]; then
   # What in a DMP step waits for the host; cuSOLVER's eigh against the host's (benchmarks/cuda_probe.py).
-  timeout "$(left 90)" "$PYTHON" benchmarks/cuda_probe.py --parts "${PROBE_PARTS:-sync,eigh,host-eigh}" 2>&1 | grep -v -i warn | tee "$OUT/probe.log"
+  timeout "$(left 90)" "$PYTHON" benchmarks/cuda_probe.py --parts "${PROBE_PARTS:-sync,eigh}" 2>&1 | grep -v -i warn | tee "$OUT/probe.log"
 fi
 
 if [[ " $PARTS " == *" equivalence "* ]]; then
   # compile: step (CUDA graphs) against off, 20 steps from the same weights; twice: a cold and a warm compilation.
-  for pass in cold warm; do
-    echo "== compile_equivalence ($pass inductor cache)" | tee -a "$OUT/equivalence.log"
-    timeout "$(left 200)" "$PYTHON" benchmarks/compile_equivalence.py --device cuda --compile step --steps 20 2>&1 \
-      | grep -v -i warn | tee -a "$OUT/equivalence.log"
+  # Then TF32 off in both (the H200 run of 2026-11-27 differed by 1e-3 relative at the first step: is it TF32's?).
+  for pass in cold:default warm:default warm:off; do
+    echo "== compile_equivalence (${pass%%:*} inductor cache, tf32 ${pass#*:})" | tee -a "$OUT/equivalence.log"
+    timeout "$(left 200)" "$PYTHON" benchmarks/compile_equivalence.py --device cuda --compile step --steps 20 \
+      --tf32 "${pass#*:}" 2>&1 | grep -v -i warn | tee -a "$OUT/equivalence.log"
   done
 fi
 

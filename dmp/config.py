@@ -233,7 +233,8 @@ PARAMS: dict[str, Param] = {
                        **_choice("fp32", "bf16")),
     "compile": Param("auto", "torch.compile of the training step (dmp/train/compiled.py): off = eager; loss = the "
                      "method's loss terms compiled; step = the forward and loss compiled (CUDA graphs on CUDA); auto = "
-                     "off on the CPU and when deterministic, else a compiled mode (DMP and source-only methods)",
+                     "off (on CUDA without deterministic: compiled.AUTO_CUDA, off until a compiled mode is shown "
+                     "equivalent there)",
                      **_choice("auto", "off", "loss", "step")),
     "checkpoint_every": Param(500, "iterations between checkpoints", **_pos_int()),
     "log_every": Param(10, "iterations between log.csv rows", **_pos_int()),

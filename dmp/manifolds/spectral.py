@@ -46,21 +46,6 @@ CPU with this False, as ``benchmarks/op_count.py`` counts the device path) the l
 one eigen-decomposition and one product per stage (:func:`batching`)."""
 
 
-EIGH_ON_HOST = False
-"""Whether the eigen-decompositions of CUDA tensors run on the host (LAPACK, one copy each way) instead of cuSOLVER.
-Both wait for the device: torch's ``linalg.eigh`` reads cuSOLVER's error flag on the host (benchmarks/cuda_probe.py).
-For the step's small ``[B, n, n]`` Gram matrices cuSOLVER is host-bound (2.5 ms for ``[4, 50, 50]`` float64 on an
-H200). Off until measured: ``benchmarks/cuda_probe.py --parts host-eigh`` times a DMP step both ways."""
-
-
-def eigh(gram: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``torch.linalg.eigh(gram)``; on CUDA with :data:`EIGH_ON_HOST`, computed on the host and copied back."""
-    if EIGH_ON_HOST and gram.device.type == "cuda":
-        evals, evecs = torch.linalg.eigh(gram.cpu())
-        return evals.to(gram.device), evecs.to(gram.device)
-    return torch.linalg.eigh(gram)
-
-
 def batching(x: torch.Tensor) -> bool:
     """Whether the matrices on ``x``'s device are stacked into batches (see :data:`PER_MATRIX_ON_CPU`)."""
     return not (PER_MATRIX_ON_CPU and x.device.type == "cpu")
@@ -78,7 +63,7 @@ class _SpectralFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, gram: torch.Tensor, spectrum: Spectrum) -> torch.Tensor:  # noqa: D401
         try:
-            evals, evecs = eigh(gram)
+            evals, evecs = torch.linalg.eigh(gram)  # (CUDA: cuSOLVER; it reads its error flag on the host)
         except torch.linalg.LinAlgError as err:
             if not torch.isfinite(gram).all():
                 raise ValueError("manifold distance: the feature batch contains NaN or Inf values "
