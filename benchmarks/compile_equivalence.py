@@ -9,6 +9,7 @@ time of each (logging every step, so a host read per step).
 
     python benchmarks/compile_equivalence.py --device cuda --compile step          # CUDA graphs (reduce-overhead)
     python benchmarks/compile_equivalence.py --device cuda --compile step --tf32 off   # is the difference TF32's?
+    python benchmarks/compile_equivalence.py --against perturbed     # eager against eager moved by one rounding
     DMP_COMPILE_BACKEND=aot_eager python benchmarks/compile_equivalence.py --backbone identity --steps 4   # CPU
 
 The shapes default to benchmarks/step_overhead.py's (ResNet-50, batch 50, 224 px, layers 1024/512, 31 classes), so
@@ -46,6 +47,10 @@ def main(argv=None):
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     ap.add_argument("--compile", choices=("loss", "step"), default="step")
+    ap.add_argument("--against", choices=("compiled", "perturbed"), default="compiled",
+                    help="perturbed: the second trainer is eager too, its weights moved by one float32 rounding "
+                    "(each multiplied by 1 +- 2^-24): how far rounding alone carries a trajectory (the yardstick "
+                    "for the compiled one)")
     ap.add_argument("--tf32", choices=("default", "off"), default="default",
                     help="off: no TensorFloat-32 in cuDNN convolutions or matmuls, for both trainers (torch's default "
                     "lets cuDNN use it; rounding of about 1e-3 whose placement differs between kernels)")
@@ -73,19 +78,26 @@ def main(argv=None):
         t = Trainer(cfg, task, Path(tempfile.mkdtemp()), progress=False)
         return t
 
-    eager, comp = trainer("off"), trainer(args.compile)
+    label = args.compile if args.against == "compiled" else "perturbed"
+    eager, comp = trainer("off"), trainer(args.compile if args.against == "compiled" else "off")
     comp.model.load_state_dict(eager.model.state_dict())
+    if args.against == "perturbed":
+        gp = torch.Generator().manual_seed(1)
+        with torch.no_grad():
+            for q in comp.model.parameters():
+                sign = torch.randint(0, 2, q.shape, generator=gp).to(q.device, q.dtype) * 2 - 1
+                q.mul_(1 + sign * 2.0 ** -24)
     for t in (eager, comp):
         t.refresh_anchors()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    times = {"off": [], args.compile: []}
+    times = {"off": [], label: []}
     worst, first = 0.0, None
     print(f"backbone={args.backbone} batch={b} dims={args.dims} device="
           f"{torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'} precision={args.precision} "
-          f"torch={torch.__version__} compile={args.compile} steps={args.steps} tf32={args.tf32}")
+          f"torch={torch.__version__} against={label} steps={args.steps} tf32={args.tf32}")
     for it in range(args.steps):
         rows = {}
-        for name, t in (("off", eager), (args.compile, comp)):
+        for name, t in (("off", eager), (label, comp)):
             sync()
             t0 = time.perf_counter()
             rows[name] = t.step(it, *batches[it % k], log=True)
@@ -93,22 +105,23 @@ def main(argv=None):
             (times[name].append if it or name == "off" else (lambda s: None))(time.perf_counter() - t0)
             if it == 0 and name != "off":
                 first = time.perf_counter() - t0
-        a, c = rows["off"], rows[args.compile]
+        a, c = rows["off"], rows[label]
         keys = [key for key in a if key not in ("iteration", "lr")]
-        rel = max(abs(a[key] - c[key]) / max(abs(a[key]), 1e-12) for key in keys)
+        rel, term = max((abs(a[key] - c[key]) / max(abs(a[key]), 1e-12), key) for key in keys)
         worst = max(worst, rel)
-        print(f"step {it:3d}  loss off {a['loss']:.8g}  {args.compile} {c['loss']:.8g}  max relative difference of "
-              f"the logged terms {rel:.2e}")
+        print(f"step {it:3d}  loss off {a['loss']:.8g}  {label} {c['loss']:.8g}  max relative difference of "
+              f"the logged terms {rel:.2e} ({term}: {a[term]:.8g} against {c[term]:.8g})")
     # The trained functions, compared on a batch with BatchNorm's batch statistics (as in training): a weight
     # comparison would count the biases of the linear layers before BatchNorm, whose gradient is round-off
     # (BatchNorm removes them) and which the optimiser moves by different noise in each run.
     with torch.no_grad():
         outs = [t.forward(batches[0][0])[1].float() for t in (eager, comp)]
     w = ((outs[0] - outs[1]).abs().max() / outs[0].abs().max()).item()
-    print(f"largest relative difference over {args.steps} steps: logged terms {worst:.2e}; logits of the trained models {w:.2e}")
-    print(f"first compiled step (compilation) {first:.1f} s; median step (logged) off "
-          f"{statistics.median(times['off']) * 1e3:.1f} ms, {args.compile} "
-          f"{statistics.median(times[args.compile]) * 1e3:.1f} ms")
+    print(f"largest relative difference over {args.steps} steps: logged terms {worst:.2e}; logits of the trained "
+          f"models {w:.2e}")
+    print(f"first {'compiled step (compilation)' if args.against == 'compiled' else 'step'} {first:.1f} s; median "
+          f"step (logged) off "
+          f"{statistics.median(times['off']) * 1e3:.1f} ms, {label} {statistics.median(times[label]) * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

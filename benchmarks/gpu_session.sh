@@ -44,11 +44,13 @@ fi
 
 if [[ " $PARTS " == *" equivalence "* ]]; then
   # compile: step (CUDA graphs) against off, 20 steps from the same weights; twice: a cold and a warm compilation.
-  # Then TF32 off in both (the H200 run of 2026-11-27 differed by 1e-3 relative at the first step: is it TF32's?).
-  for pass in cold:default warm:default warm:off; do
-    echo "== compile_equivalence (${pass%%:*} inductor cache, tf32 ${pass#*:})" | tee -a "$OUT/equivalence.log"
+  # Then TF32 off in both (the H200 run of 2026-11-27 differed by 1e-3 relative at the first step: is it TF32's?),
+  # and the yardstick: eager against eager with its weights moved by one float32 rounding, TF32 on and off.
+  for pass in cold:default:compiled warm:default:compiled warm:off:compiled -:default:perturbed -:off:perturbed; do
+    IFS=: read -r cache tf32 against <<< "$pass"
+    echo "== compile_equivalence (against $against, $cache inductor cache, tf32 $tf32)" | tee -a "$OUT/equivalence.log"
     timeout "$(left 200)" "$PYTHON" benchmarks/compile_equivalence.py --device cuda --compile step --steps 20 \
-      --tf32 "${pass#*:}" 2>&1 | grep -v -i warn | tee -a "$OUT/equivalence.log"
+      --tf32 "$tf32" --against "$against" 2>&1 | grep -v -i warn | tee -a "$OUT/equivalence.log"
   done
 fi
 

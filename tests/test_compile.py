@@ -216,6 +216,26 @@ def test_step_overhead_benchmark_times_a_compiled_step(aot_eager, capsys):
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] >= 2  # the source-only and the DMP objective
 
 
+def test_compile_equivalence_benchmark_compares_against_the_eager_step(aot_eager, capsys):
+    """benchmarks/compile_equivalence.py: the compiled trainer (aot_eager: the same ATen ops) stays at rounding level;
+    the perturbed yardstick really moves the weights (a nonzero difference), so neither figure is a tautology."""
+    import re
+
+    from tests.scripts_module import load_script
+
+    bench = load_script("compile_equivalence", "benchmarks")
+    common = ["--backbone", "identity", "--in-dim", "32", "--batch", "8", "--dims", "16", "8", "--classes", "4",
+              "--steps", "3"]
+    found = {}
+    for against in ("compiled", "perturbed"):
+        bench.main(common + ["--against", against])
+        out = capsys.readouterr().out
+        terms, logits = re.search(r"logged terms (\S+); logits of the trained models (\S+)", out).groups()
+        found[against] = float(terms), float(logits)
+    assert found["compiled"][0] < 1e-5 and found["compiled"][1] < 1e-5
+    assert found["perturbed"][1] > 0
+
+
 @pytest.mark.slow
 def test_inductor_loss_agrees_with_off(tmp_path, monkeypatch):
     """The default backend (inductor: C++ code generated for the CPU), one graph (intra-class term on from the
