@@ -140,6 +140,7 @@ class Step:
 
     def __init__(self, trainer, mode: str, fallback: bool = False):
         self.mode, self.trainer, self.fallback = mode, trainer, fallback
+        self._announced: set = set()  # the switch iterations whose compilation was announced
         self.cuda_graphs = mode == "step" and trainer.device.type == "cuda" and backend() == "inductor"
         method = trainer.method
         if mode != "off":
@@ -161,6 +162,11 @@ class Step:
         sched = self.trainer.sched
         it = switch_iteration(it, sched)
         progress = it / sched["iterations"]
+        if it not in self._announced and self.trainer.progress:  # a new combination of switches: a compilation
+            self._announced.add(it)
+            from tqdm import tqdm
+            tqdm.write(f"compile: {self.mode}: compiling the step for the switches of iteration {it} (on an H200: "
+                       f"about 80 s with a cold inductor cache, 8 s with a warm one)")
         if self.mode == "step":  # the batches reach the graph on the device (copies are no graph operation)
             xs, xt = self.trainer.to_device(xs), None if xt is None else self.trainer.to_device(xt)
             if self.cuda_graphs:
