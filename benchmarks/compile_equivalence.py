@@ -10,6 +10,7 @@ time of each (logging every step, so a host read per step).
     python benchmarks/compile_equivalence.py --device cuda --compile step          # CUDA graphs (reduce-overhead)
     python benchmarks/compile_equivalence.py --device cuda --compile step --tf32 off   # is the difference TF32's?
     python benchmarks/compile_equivalence.py --against perturbed     # eager against eager moved by one rounding
+    python benchmarks/compile_equivalence.py --against tf32          # eager against eager with TF32 convolutions
     DMP_COMPILE_BACKEND=aot_eager python benchmarks/compile_equivalence.py --backbone identity --steps 4   # CPU
 
 The shapes default to benchmarks/step_overhead.py's (ResNet-50, batch 50, 224 px, layers 1024/512, 31 classes), so
@@ -33,6 +34,21 @@ from dmp.data.inputs import Task, TensorDataset  # noqa: E402
 from dmp.train.trainer import Trainer  # noqa: E402
 
 
+def tf32(x: torch.Tensor) -> torch.Tensor:
+    """``x`` (float32) rounded to TensorFloat-32's 10 mantissa bits (to nearest, ties away from zero), with the
+    gradient of the identity."""
+    bits = x.detach().contiguous().view(torch.int32)
+    rounded = ((bits + 0x1000) & -0x2000).view(torch.float32)
+    return x + (rounded - x).detach()
+
+
+def emulate_tf32_convolutions(model: torch.nn.Module):
+    """Every ``Conv2d`` of ``model`` computes with its input and weight rounded to TF32 (float32 accumulation)."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.Conv2d):
+            m._conv_forward = (lambda f: lambda x, w, b: f(tf32(x), tf32(w), b))(m._conv_forward)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backbone", default="resnet50")
@@ -47,10 +63,12 @@ def main(argv=None):
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     ap.add_argument("--compile", choices=("loss", "step"), default="step")
-    ap.add_argument("--against", choices=("compiled", "perturbed"), default="compiled",
+    ap.add_argument("--against", choices=("compiled", "perturbed", "tf32"), default="compiled",
                     help="perturbed: the second trainer is eager too, its weights moved by one float32 rounding "
                     "(each multiplied by 1 +- 2^-24): how far rounding alone carries a trajectory (the yardstick "
-                    "for the compiled one)")
+                    "for the compiled one); tf32: eager, its convolutions' inputs and weights rounded to "
+                    "TensorFloat-32 (10 mantissa bits, float32 accumulation: what cuDNN does with allow_tf32), "
+                    "emulated, for a device without it")
     ap.add_argument("--tf32", choices=("default", "off"), default="default",
                     help="off: no TensorFloat-32 in cuDNN convolutions or matmuls, for both trainers (torch's default "
                     "lets cuDNN use it; rounding of about 1e-3 whose placement differs between kernels)")
@@ -78,7 +96,7 @@ def main(argv=None):
         t = Trainer(cfg, task, Path(tempfile.mkdtemp()), progress=False)
         return t
 
-    label = args.compile if args.against == "compiled" else "perturbed"
+    label = args.compile if args.against == "compiled" else args.against
     eager, comp = trainer("off"), trainer(args.compile if args.against == "compiled" else "off")
     comp.model.load_state_dict(eager.model.state_dict())
     if args.against == "perturbed":
@@ -87,6 +105,8 @@ def main(argv=None):
             for q in comp.model.parameters():
                 sign = torch.randint(0, 2, q.shape, generator=gp).to(q.device, q.dtype) * 2 - 1
                 q.mul_(1 + sign * 2.0 ** -24)
+    if args.against == "tf32":
+        emulate_tf32_convolutions(comp.model)
     for t in (eager, comp):
         t.refresh_anchors()
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)

@@ -7,7 +7,8 @@
 # synchronisations of a DMP step, cuSOLVER against host eigh); step.log (benchmarks/step_overhead.py per compile mode,
 # fp32 and bf16); throughput_*.json and throughput.log (benchmarks/throughput.py at the paper's image sizes, with and
 # without the input cache, fp32 and bf16 + cudnn.benchmark); equivalence.log (benchmarks/compile_equivalence.py:
-# compile step against off on CUDA, cold and warm); with PARTS including demo, demo.log +
+# compile step against off on CUDA, cold and warm, TF32 off, the perturbed yardstick); fullrun.log (a whole demo DMP
+# run with compile off and step); with PARTS including demo, demo.log +
 # demo_tables.tar.gz (the demo's six tables, trained with device=cuda into results/demo_cuda).
 # Each part has its own time limit, so one that fails leaves the others' figures. Needs a python with torch,
 # torchvision and the project's dependencies (snakemake for the demo part); the project itself is imported from
@@ -23,7 +24,7 @@ left() {  # the smaller of $1 seconds and the time left before SESSION_END (at l
 }
 OUT=${OUT:-gpu-figures}
 PYTHON=${PYTHON:-python3}
-PARTS=${PARTS:-"probe equivalence step throughput"}
+PARTS=${PARTS:-"probe equivalence fullrun step throughput"}
 mkdir -p "$OUT"
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 
@@ -51,6 +52,21 @@ if [[ " $PARTS " == *" equivalence "* ]]; then
     echo "== compile_equivalence (against $against, $cache inductor cache, tf32 $tf32)" | tee -a "$OUT/equivalence.log"
     timeout "$(left 200)" "$PYTHON" benchmarks/compile_equivalence.py --device cuda --compile step --steps 20 \
       --tf32 "$tf32" --against "$against" 2>&1 | grep -v -i warn | tee -a "$OUT/equivalence.log"
+  done
+fi
+
+if [[ " $PARTS " == *" fullrun "* ]]; then
+  # A whole DMP run (the demo's S->O, random init) with compile off and step on CUDA: evaluation, anchor passes,
+  # checkpoints and the intra-class switch between compiled steps; accuracy and wall time from metrics.json.
+  data=$(mktemp -d)
+  DMP_DATA_DIR=$data "$PYTHON" -m dmp data demo --no-lists > /dev/null 2>&1
+  for mode in off step; do
+    echo "== full demo run, compile $mode" | tee -a "$OUT/fullrun.log"
+    DMP_DATA_DIR=$data timeout "$(left 240)" "$PYTHON" -m dmp train --quiet --out "$data/run_$mode" dataset=demo \
+      source=solid target=outline method=dmp pretrained=false device=${FULLRUN_DEVICE:-cuda} compile=$mode 2>&1 | grep -v -i warn \
+      | tee -a "$OUT/fullrun.log"
+    "$PYTHON" -c 'import json, sys; m = json.load(open(sys.argv[1])); print({k: m.get(k) for k in ("accuracy",
+"wall_seconds", "train_seconds", "anchor_seconds")})' "$data/run_$mode/metrics.json" 2>&1 | tee -a "$OUT/fullrun.log"
   done
 fi
 

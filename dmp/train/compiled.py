@@ -47,10 +47,10 @@ MODES = ("auto", "off", "loss", "step")
 # 44.2 against 65.6 ms unlogged, two processes) after a compilation of 77.5 s cold or 7.5 s with inductor's cache
 # warm, but its objective differed from the eager one by 1e-3 relative at the first step (1e-2 in one term) and the
 # trained logits by 10 % after 20 steps. On the CPU the compiled step stays within what one float32 rounding of the
-# weights does to the eager step (``compile_equivalence.py --against perturbed``); on CUDA the first-step gap is about
-# 1,000 times the CPU's, as TF32's rounding (which cuDNN's convolutions use in both modes) is 8,192 times float32's,
-# but that cause is not measured: until ``compile_equivalence.py --device cuda --tf32 off`` (and the perturbed
-# yardstick there) shows it, ``step`` stays a choice the run asks for.
+# weights does to the eager step (``compile_equivalence.py --against perturbed``); on CUDA the first-step gap (9.7e-4)
+# is the size of TF32's rounding, which cuDNN's convolutions use in both modes (emulated on the CPU, ``--against
+# tf32``: 9.6e-4), but that is not measured on a GPU, nor a whole compiled run there: until ``gpu_session.sh``'s
+# ``equivalence`` (``--tf32 off``, the yardstick) and ``fullrun`` parts show them, ``step`` is a choice a run makes.
 AUTO_CUDA = "off"
 BACKEND_ENV = "DMP_COMPILE_BACKEND"
 
