@@ -466,6 +466,7 @@ def main(argv=None):
         "torch": torch.__version__, "size": args.size, "batch": b, "crop": size["crop"], "steps": steps,
         "warmup": warmup, "images_per_domain": size["images"], "workers": dmp.workers,
         "precision": args.precision, "compile": args.compile, "channels_last": dmp.channels_last,
+        "two_domain_ce_compiled": hasattr(src, "ce_objective"),
         "pin_memory": dmp.pin_memory,
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark), "task": f"{args.source}->{args.target}",
         "input_cache": bool(args.input_cache), "cache_build_seconds": cache_s,

@@ -25,7 +25,7 @@ def test_small_cpu_run_prints_every_figure(tmp_path):
     for label in ("RANDOM-INIT ResNet-50 (timing only", "input pipeline alone", "model step alone",
                   "end to end", "end-to-end / model-only", "DMP / two-domain CE step",
                   "DMP / source-only per epoch", "paper's time table: 1.60", "anchor pass share of an epoch",
-                  "anchor_mode: accumulate"):
+                  "anchor_mode: accumulate", "loop's host time per step"):
         assert label in text, (label, text)
     r = json.loads(out.read_text())
     assert r["device"] == "cpu" and r["workers"] == 1 and r["batch"] == 2
@@ -36,6 +36,28 @@ def test_small_cpu_run_prints_every_figure(tmp_path):
     assert set(r["pipeline_images_per_s"]) == {"amazon", "webcam", "dslr", "two-domain"}
     assert all(isinstance(v, (int, float)) and v > 0 for v in figures), r
     assert 0 < r["ratios"]["anchor_share_vanilla"] < r["ratios"]["anchor_share_partial"] < 1
+    host = r["end_to_end_host_seconds_per_step"]
+    for run in ("source_only", "dmp"):  # the host's time in the loop is part of the loop's time
+        assert 0 < host[f"input_{run}"] + host[f"step_{run}"] <= r["seconds_per_step"][f"end_to_end_{run}"], host
+    assert r["ops_per_step"]["dmp_host_reads"] == 0 and not r["two_domain_ce_compiled"]
+
+
+@pytest.mark.slow  # ~30 s: aot_eager compilations of three steps
+def test_compiled_cached_run_compiles_the_reference_too_and_counts_no_ops(tmp_path):
+    """--compile step: the two-domain CE reference is compiled as the DMP step is (else their ratio compares a
+    compiled step with an eager one), and the eager-only op count is skipped, not printed for the graphs."""
+    out = tmp_path / "figures.json"
+    env = dict(os.environ, OMP_NUM_THREADS="1", DMP_COMPILE_BACKEND="aot_eager")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "throughput.py"), "--size", "small", "--device", "cpu",
+         "--crop", "32", "--batch", "2", "--steps", "1", "--warmup", "1", "--images", "4", "--threads", "1",
+         "--input-cache", "--compile", "step", "--json", str(out)],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert r["compile"] == "step" and r["input_cache"] and r["ops_per_step"] is None and r["two_domain_ce_compiled"]
+    assert "not counted: compile=step" in proc.stdout
+    assert r["seconds_per_step"]["model_two_domain_ce"] > 0
 
 
 def test_suite_hours_estimate_covers_every_run_of_the_paper_suite():
