@@ -118,6 +118,15 @@ def test_compiled_modes_agree_with_off_and_compile_per_switch_only(tmp_path, aot
             assert float(b[key]) == pytest.approx(float(a[key]), rel=1e-4, abs=1e-6), (a["iteration"], key)
 
 
+def test_a_compiled_run_announces_each_compilation_once(tmp_path, aot_eager, capsys):
+    """A run with a progress bar says when it compiles (the first step and the intra-class switch at iteration 8),
+    not at every step or anchor refresh."""
+    cfg = resolve(small_cfg(**dict(STEPS, iterations=12)))
+    train(dict(cfg, compile="step"), tmp_path / "step", task=shift_task(), progress=True)
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("compile: step: compiling")]
+    assert [line.rsplit(" ", 1)[1] for line in said] == ["0", "8"], said
+
+
 def test_resume_across_modes_keeps_the_state_dict_keys(tmp_path, aot_eager):
     cfg = small_cfg(**STEPS)
     full = train(dict(cfg, compile="off"), tmp_path / "a", task=shift_task(), progress=False)
