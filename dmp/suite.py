@@ -398,7 +398,10 @@ class Suite:
 
     def overrides(self, run: Run) -> dict:
         """Trainer overrides of a run: config ``train``, then each ``overrides`` entry whose ``when`` matches.
-        Demo runs of a suite that generates the demo (``demo_data``) load the backbone from :meth:`demo_weights`."""
+        Demo runs of a suite that generates the demo (``demo_data``) load the backbone from :meth:`demo_weights`.
+        A compiled mode (``compile: loss | step``) reaches the methods that declare ``compilable``; the others run
+        ``compile: off`` (one suite-wide switch speeds up what can be compiled, instead of failing every other job;
+        ``compile`` is a runtime key, so this changes no run's signature)."""
         (_, values), *matching = self._layers(run)
         values = dict(values)
         if run.dataset == "demo" and self.config.get("demo_data", False):
@@ -406,6 +409,10 @@ class Suite:
         for _, layer in matching:
             values.update(layer)
         values.update(variant_values(run.variant))
+        if values.get("compile") in ("loss", "step"):
+            from . import methods
+            if not methods.get(run.method).compilable:
+                values["compile"] = "off"
         return values
 
     def run_config(self, run: Run) -> dict:

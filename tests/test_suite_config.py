@@ -162,6 +162,23 @@ def test_the_signature_covers_the_keys_a_table_checks():
     assert signature(checkpoint_every=7, num_workers=0) == base
 
 
+def test_a_suite_wide_compile_mode_reaches_the_compilable_methods_only():
+    """``train: {compile: step}`` compiles DMP and source-only; a method that does not declare ``compilable`` (its
+    terms follow the training progress) gets ``compile=off`` instead of a job that stops on a config error; the
+    signature stays (a runtime key)."""
+    from dmp import methods
+
+    cfg = copy.deepcopy(DEMO)
+    cfg["train"] = {**(cfg.get("train") or {}), "compile": "step"}
+    suite, eager = Suite(cfg), Suite(copy.deepcopy(DEMO))
+    seen = {}
+    for run in suite.all_runs():
+        seen[run.method] = suite.expected_config(run)["compile"]
+        assert suite.signature(run) == eager.signature(run)
+    assert seen["dmp"] == seen["source_only"] == "step" and seen["dann"] == seen["pada"] == "off", seen
+    assert all((mode == "step") == methods.get(name).compilable for name, mode in seen.items()), seen
+
+
 def test_a_tables_config_json_resolves_each_run_to_the_config_the_suite_trains():
     """The table rule gets a part of the suite config as JSON: it must carry every key that decides a run's arguments
     (``train``, ``overrides``, ``demo_data``), or the table expects another config and prints dashes."""
