@@ -399,9 +399,9 @@ class Suite:
     def overrides(self, run: Run) -> dict:
         """Trainer overrides of a run: config ``train``, then each ``overrides`` entry whose ``when`` matches.
         Demo runs of a suite that generates the demo (``demo_data``) load the backbone from :meth:`demo_weights`.
-        A compiled mode (``compile: loss | step``) reaches the methods that declare ``compilable``; the others run
-        ``compile: off`` (one suite-wide switch speeds up what can be compiled, instead of failing every other job;
-        ``compile`` is a runtime key, so this changes no run's signature)."""
+        Two suite-wide speed switches reach the runs they apply to, the others run without them (instead of every
+        other job stopping on a config error; both are runtime keys, so no run's signature changes): a compiled mode
+        (``compile: loss | step``) the methods that declare ``compilable``, ``input_cache: on`` the image datasets."""
         (_, values), *matching = self._layers(run)
         values = dict(values)
         if run.dataset == "demo" and self.config.get("demo_data", False):
@@ -413,6 +413,10 @@ class Suite:
             from . import methods
             if not methods.get(run.method).compilable:
                 values["compile"] = "off"
+        if values.get("input_cache") is not None:
+            from .config import PARAMS, spelled
+            if spelled(PARAMS["input_cache"], values["input_cache"]) is True and self.spec(run.dataset).kind != "images":
+                values["input_cache"] = False
         return values
 
     def run_config(self, run: Run) -> dict:

@@ -179,6 +179,23 @@ def test_a_suite_wide_compile_mode_reaches_the_compilable_methods_only():
     assert all((mode == "step") == methods.get(name).compilable for name, mode in seen.items()), seen
 
 
+def test_a_suite_wide_input_cache_reaches_the_image_datasets_only():
+    """``train: {input_cache: true}`` (Snakemake passes it as the string "true") caches the image datasets' inputs;
+    a features dataset in the same suite runs without (a single run asking for it there is refused instead), and its
+    train job waits for no cache."""
+    from dmp.data.cache import run_inputs
+
+    cfg = copy.deepcopy(DEMO)
+    cfg["train"] = {**(cfg.get("train") or {}), "input_cache": "true"}
+    cfg["tables"]["vanilla"]["datasets"]["office_caltech10"] = {"tasks": ["A->W"]}
+    suite = Suite(cfg)
+    kinds = {}
+    for run in suite.table_runs("vanilla"):
+        config = suite.expected_config(run)
+        kinds[run.dataset] = (config["input_cache"], len(run_inputs(config)))
+    assert kinds == {"demo": (True, 2), "office_caltech10": (False, 0)}, kinds
+
+
 def test_a_tables_config_json_resolves_each_run_to_the_config_the_suite_trains():
     """The table rule gets a part of the suite config as JSON: it must carry every key that decides a run's arguments
     (``train``, ``overrides``, ``demo_data``), or the table expects another config and prints dashes."""
