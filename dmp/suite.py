@@ -415,7 +415,8 @@ class Suite:
                 values["compile"] = "off"
         if values.get("input_cache") is not None:
             from .config import PARAMS, spelled
-            if spelled(PARAMS["input_cache"], values["input_cache"]) is True and self.spec(run.dataset).kind != "images":
+            wanted = spelled(PARAMS["input_cache"], values["input_cache"]) is True
+            if wanted and self.spec(run.dataset).kind != "images":
                 values["input_cache"] = False
         return values
 
