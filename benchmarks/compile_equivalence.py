@@ -1,11 +1,12 @@
 """Benchmark (prints figures; not a test): does a compiled DMP step (config ``compile``) train like the eager one?
 
-Two trainers from the same configuration and weights, one with ``compile: off`` and one with ``--compile MODE``,
-train on the same batches for ``--steps`` iterations (every step logged). Prints, per step, both objectives and
-their relative difference; at the end the largest relative difference of any logged term and of the weights, the
-seconds of the compiled trainer's first step (its compilation: run the script twice on one machine to see the
-cost with inductor's on-disk cache warm, as the second job of a suite on that machine pays it) and the median step
-time of each (logging every step, so a host read per step).
+Two trainers from the same configuration and weights, one with ``compile: off`` and one with ``--compile MODE``
+(or, ``--against``, an eager one moved by one float32 rounding of its weights, or with TF32 convolutions: the
+yardsticks), train on the same batches for ``--steps`` iterations (every step logged). Prints, per step, both
+objectives and the largest relative difference of a logged term; at the end the largest over the steps and that of
+the trained models' logits on one batch, the seconds of the second trainer's first step (the compilation: run the
+script twice on one machine to see the cost with inductor's on-disk cache warm, as the second job of a suite on that
+machine pays it) and the median step time of each (logging every step, so a host read per step).
 
     python benchmarks/compile_equivalence.py --device cuda --compile step          # CUDA graphs (reduce-overhead)
     python benchmarks/compile_equivalence.py --device cuda --compile step --tf32 off   # is the difference TF32's?

@@ -243,6 +243,13 @@ def test_compile_equivalence_benchmark_compares_against_the_eager_step(aot_eager
         found[against] = float(terms), float(logits)
     assert found["compiled"][0] < 1e-5 and found["compiled"][1] < 1e-5
     assert found["perturbed"][1] > 0
+    # TF32 keeps 10 of float32's 23 mantissa bits, rounded to nearest: 1 + 3/4096 lies between 1 and 1 + 1/1024
+    # (the nearest), 1 + 1/4096 rounds down; the sign is kept; the gradient is the identity's
+    x = torch.tensor([1 + 3 / 4096, 1 + 1 / 4096, -(1 + 3 / 4096), 1 + 1 / 1024], requires_grad=True)
+    y = bench.tf32(x)
+    assert y.tolist() == [1 + 1 / 1024, 1.0, -(1 + 1 / 1024), 1 + 1 / 1024]
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0] * 4
 
 
 @pytest.mark.slow
