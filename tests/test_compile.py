@@ -193,8 +193,7 @@ def test_a_failing_compilation_is_a_one_line_error_naming_the_key(tmp_path, aot_
 
 def test_a_mode_auto_chose_falls_back_to_eager_where_compilation_fails(tmp_path, aot_eager, monkeypatch):
     """``compile: auto`` (here: ``loss``, as if ``AUTO_CUDA`` chose it on CUDA) must not end a run that eager would
-    finish: with a backend
-    that fails, every frame runs eagerly, once (the log equals the eager run bit for bit)."""
+    finish: with a backend that fails, every frame runs eagerly, once (the log equals the eager run bit for bit)."""
     def broken(gm, example_inputs):
         raise RuntimeError("no code generator")
 
