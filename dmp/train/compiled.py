@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import warnings
 
 import torch
@@ -162,24 +163,29 @@ class Step:
         sched = self.trainer.sched
         it = switch_iteration(it, sched)
         progress = it / sched["iterations"]
-        if it not in self._announced and self.trainer.progress:  # a new combination of switches: a compilation
+        announce = it not in self._announced and self.trainer.progress  # a new combination of switches: compiles
+        if announce:
             self._announced.add(it)
             from tqdm import tqdm
-            what = ("the step (on an H200, ResNet-50: about 80 s with a cold inductor cache, 8 s with a warm one)"
-                    if self.mode == "step" else "the loss terms (on an H200: 4-15 s)")
-            tqdm.write(f"compile: {self.mode}: compiling {what} for the switches of iteration {it}")
+            what = "the step" if self.mode == "step" else "the loss terms"
+            tqdm.write(f"compile: {self.mode}: compiling {what} for the switches of iteration {it} (a minute or more "
+                       f"with a cold inductor cache, seconds with a warm one: docs/benchmarks.md)")
+            start = time.perf_counter()
         if self.mode == "step":  # the batches reach the graph on the device (copies are no graph operation)
             xs, xt = self.trainer.to_device(xs), None if xt is None else self.trainer.to_device(xt)
             if self.cuda_graphs:
                 torch.compiler.cudagraph_mark_step_begin()  # the last step's outputs are read: reuse their memory
         try:
-            return self._objective(it, progress, xs, ys, xt, weights)
+            out = self._objective(it, progress, xs, ys, xt, weights)
         except torch._dynamo.exc.TorchDynamoException as exc:  # graph capture or the backend failed
             cause = getattr(exc, "inner_exception", None) or exc  # (the backend's own error)
             text = str(cause).strip()
             why = f"{type(cause).__name__}: {text.splitlines()[0][:200]}" if text else type(cause).__name__
             raise ConfigError(f"config key 'compile' = {self.mode!r}: torch.compile failed ({why}); use "
                               f"compile: off") from None
+        if announce:  # measured here: the forward's graphs (a backward graph compiles in the first backward pass)
+            tqdm.write(f"compile: {self.mode}: forward compiled in {time.perf_counter() - start:.1f} s")
+        return out
 
 
 def compile_function(fn, cuda_graphs: bool):
