@@ -13,12 +13,15 @@ A run config is built in three layers (later wins):
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import re
 from typing import Any, Callable
 
 import yaml
 
 from .manifolds import LE_EPS
+from .models.backbones import BACKBONES
 from .manifolds import METRICS as _METRIC_FUNCTIONS
 
 # The training methods are the registry's (dmp/methods/: one module each, with its own method-scoped keys); this
@@ -169,9 +172,13 @@ PARAMS: dict[str, Param] = {
     "epoch_iterations": Param(None, "iterations per epoch; null = one pass over the source training split "
                               "(ceil(n_s / batch_size)); VisDA fixes it (1000)", **_pos_int(allow_none=True)),
     # --- model ------------------------------------------------------------------------------
-    "backbone": Param("resnet50", "backbone registry name", **_choice("resnet50", "resnet101", "smallcnn",
-                                                                       "smallcnn_gn", "identity")),
-    "pretrained": Param(True, "load ImageNet weights for resnet backbones (never silently random)",
+    "backbone": Param("resnet50", "backbone registry name (dmp/models/backbones.py), or timm:<model> / "
+                      "torchvision:<model> with weights_path (your own architecture)",
+                      check=lambda v: v in tuple(BACKBONES) or (isinstance(v, str) and re.fullmatch(
+                          r"(timm|torchvision):[A-Za-z0-9_.]+", v) is not None),
+                      expect="one of " + ", ".join(tuple(BACKBONES)) + ", timm:<model> or torchvision:<model>",
+                      choices=tuple(BACKBONES)),
+    "pretrained": Param(True, "load ImageNet weights for the backbone (never silently random)",
                         **_choice(True, False)),
     "weights_path": Param(None, "explicit local weights file for the backbone",
                           lambda v: v is None or isinstance(v, str), "a path or null"),
@@ -305,6 +312,11 @@ def _preset(dataset, setting) -> dict[str, Any]:
         return {}
     if spec.variant_of and (spec.variant_of, setting) in PRESETS:
         return PRESETS[(spec.variant_of, setting)]
+    meta = {k: json.loads(v) for k, v in spec.meta}
+    if spec.kind == "features" and meta.get("reads_it") and (meta.get("source_dataset"), setting) in PRESETS:
+        # a backbone trunk's activations of a paper dataset (extract-features --trunk): that dataset's preset,
+        # with the head of the trunk that stored them as the backbone (fine-tuned at backbone_lr_mult)
+        return dict(PRESETS[(meta["source_dataset"], setting)], backbone=meta["reads_it"], pretrained=True)
     return KIND_PRESETS.get(spec.kind, {})
 
 

@@ -545,20 +545,22 @@ def stuck(path, into, **kw):  # extraction under way: some files written, then t
     (into / "amazon").mkdir(parents=True)
     (into / "amazon" / "part.jpg").write_bytes(b"x")
     pathlib.Path({str(ready)!r}).touch()
-    time.sleep(60)
+    while True:  # until killed
+        time.sleep(1)
 fetch.extract = stuck
 fetch.fetch("office31", progress=False)
 """], env={**os.environ, "PYTHONPATH": str(registry.PROJECT)})
     try:
-        for _ in range(600):
-            if ready.exists() or child.poll() is not None:
-                break
+        deadline = time.monotonic() + 300  # only against a hang: the assertion below names it
+        while not ready.exists() and time.monotonic() < deadline:
+            assert child.poll() is None, "the child fetch ended before it started extracting"
             time.sleep(0.05)
         assert ready.exists(), "the child fetch did not start extracting"
         child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
+        assert child.wait() == -signal.SIGKILL
     finally:
         child.kill()
+        child.wait()
     root = registry.data_root("office31")
     left = list(root.parent.glob(f".{root.name}.staging-*"))
     assert left and (left[0] / ".extract-0" / "amazon" / "part.jpg").is_file() and not root.exists()

@@ -158,6 +158,17 @@ MNIST_USPS = DatasetSpec(
 # images); their lists keep every entry, as published. Any other list naming a path twice is refused.
 PUBLISHED_DUPLICATES = ("imageclef",)
 
+# The order of the classes in a dataset's published image lists, where it is not the label order: the full lists
+# name each class's images (sorted by name) class after class in this order; labels stay the index in ``classes``.
+# Office-31: Transfer-Learning-Library's image_list/{amazon,dslr,webcam}.txt, the lists of thuml's Xlearn/CDAN
+# (pytorch/data/office/amazon_list.txt, ...) without their path prefix, start "amazon/images/calculator/frame_0001.jpg
+# 5" and give every domain its classes in this order, frame_0001 ... frame_<n> within each.
+PUBLISHED_ORDER = {"office31": (
+    "calculator", "ring_binder", "printer", "keyboard", "scissors", "laptop_computer", "mouse", "monitor", "mug",
+    "tape_dispenser", "pen", "bike", "punchers", "back_pack", "desktop_computer", "speaker", "mobile_phone",
+    "paper_notebook", "ruler", "letter_tray", "file_cabinet", "phone", "bookcase", "projector", "stapler",
+    "trash_can", "bike_helmet", "headphones", "desk_lamp", "desk_chair", "bottle")}
+
 # Read-only copies used where present and nothing was fetched into the data root (the project's developers keep
 # the two evidence datasets there); a user fetches them (`python -m dmp data fetch <name>`) into the data root.
 SHARED_COPIES = {"office_caltech10": "../shared/data/office_caltech10_googlenet",

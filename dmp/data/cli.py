@@ -55,7 +55,7 @@ def add_subparsers(subparsers) -> argparse.ArgumentParser:
     p.add_argument("name", help="image dataset to read")
     p.add_argument("--out-name", required=True, help="name of the new features dataset: its declaration goes to "
                    "datasets/<out-name>/, its features to datasets/<out-name>/data (or $DMP_DATA_DIR/<out-name>)")
-    p.add_argument("--backbone", default="resnet50", help="backbone (dmp/models/backbones.py: resnet50, resnet101)")
+    p.add_argument("--backbone", default="resnet50", help="backbone (dmp/models/backbones.py: resnet50, resnet101, efficientnet_lite0/1/2, ...)")
     p.add_argument("--weights-path", default=None, help="state dict file of the backbone")
     p.add_argument("--no-pretrained", action="store_true", help="random initialisation (for tests only)")
     p.add_argument("--split", default="full", help="split list of every domain to extract (default: full)")
@@ -64,6 +64,10 @@ def add_subparsers(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--crop", type=int, default=224, help="centre crop size (default: 224)")
     p.add_argument("--batch-size", type=int, default=64, help="images per forward pass (default: 64)")
     p.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: cpu)")
+    p.add_argument("--trunk", action="store_true", help="store the trunk's activations (before the head) for "
+                   "backbone=<backbone>_top runs, which fine-tune the head (efficientnet_lite*)")
+    p.add_argument("--views", type=int, default=0, help="also store the trunk's activations of V random training "
+                   "crops and flips of each image (X_views; implies --trunk; default: 0)")
     data.set_defaults(func=main)
     return data
 
@@ -111,9 +115,9 @@ def main(args) -> int:
                                timeout=args.timeout, deadline=args.deadline, max_size=args.max_size)
             spec = registry.get_dataset(args.name)
             lists = registry.lists_dir(args.name)
-            if ((registry.dataset_dir(args.name) / "dataset.yaml").is_file() and spec.kind == "images"
+            if (spec.kind == "images" and not spec.generated
                     and not all((lists / f"{d.name}_full.txt").is_file() for d in spec.domains)):
-                written = splits.prepare(args.name)  # a user image dataset's first fetch: its lists, once
+                written = splits.prepare(args.name)  # an image dataset's first fetch: its lists, once
                 print(f"{args.name}: wrote {len(written)} lists under {lists}")
             print(f"{args.name}: ready in {root}")
         elif cmd == "verify":
@@ -155,7 +159,8 @@ def main(args) -> int:
             out = extract_features(args.name, args.out_name, backbone=args.backbone,
                                    pretrained=not args.no_pretrained, weights_path=args.weights_path,
                                    split=args.split, resize=args.resize, crop=args.crop,
-                                   batch_size=args.batch_size, device=args.device)
+                                   batch_size=args.batch_size, device=args.device, trunk=args.trunk,
+                                   views=args.views)
             print(f"{args.out_name}: features written, spec {out}")
         return 0
     except (FetchError, registry.DatasetMissingError, KeyError, ValueError) as exc:

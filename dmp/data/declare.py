@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..io import write_text
 from . import demo, registry, splits
+from .catalog import PUBLISHED_ORDER
 from .spec import DatasetSpec
 
 
@@ -46,6 +47,8 @@ def split_rules(spec: DatasetSpec) -> dict:
         doc["partial_classes"] = list(spec.partial_names)
     if spec.eval_lists:  # the lists whose images are scored apart (lists/train/, lists/eval/)
         doc["eval_lists"] = [list(x) for x in spec.eval_lists]
+    if spec.name in PUBLISHED_ORDER and spec.layout == "class_folders":  # the full lists' class order (published)
+        doc["list_order"] = list(PUBLISHED_ORDER[spec.name])
     return doc
 
 

@@ -1,6 +1,12 @@
 """``extract-features``: run a backbone once over every domain of an image dataset and store the features as
 a new "features" dataset (``datasets/<out>/dataset.yaml`` + one ``<domain>.npz`` per domain with ``X``,
 ``y`` and ``paths``), recording the backbone, its weights and the transform in the yaml's ``meta``.
+
+``trunk=True`` stores the activations of the backbone's trunk (everything before its head; backbones with a
+``<name>_top`` head, :data:`dmp.models.backbones.VECTOR_BACKBONES`) instead of its pooled output, so that runs with
+``backbone=<name>_top`` fine-tune the head on them; ``views=V`` also stores ``X_views`` ``[N, V, D]``: the trunk's
+activations of V training views of each image (the training transform, random crop and flip, drawn from
+``(image index, view)``), of which each training draw takes one.
 """
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ from . import registry
 
 def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pretrained: bool = True,
                      weights_path: str | None = None, split: str = "full", resize: int = 256, crop: int = 224,
-                     batch_size: int = 64, device: str = "cpu", progress: bool = True) -> Path:
+                     batch_size: int = 64, device: str = "cpu", progress: bool = True, trunk: bool = False,
+                     views: int = 0) -> Path:
     """Extract features of every domain of image dataset ``name`` and register them as ``out_name``
     (kind "features"). The yaml is written last, so a crash never leaves a half-registered dataset.
     Returns the path of the dataset.yaml."""
@@ -25,7 +32,8 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     from torch.utils.data import DataLoader
     from tqdm import tqdm
 
-    from ..models.backbones import build_backbone
+    from ..models import efficientnet
+    from ..models.backbones import BACKBONES, build_backbone
     from .inputs import ImageListDataset, image_transforms
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", out_name) or ".." in out_name:
@@ -44,33 +52,76 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     env = os.environ.get("DMP_DATA_DIR")
     out_root = Path(env).expanduser().resolve() / out_name if env else registry.dataset_dir(out_name) / "data"
     model, dim = build_backbone(backbone, pretrained=pretrained, weights_path=weights_path)
+    weights_file = model.weights_file
+    head = f"{backbone}_top"
+    if (trunk or views) and head not in BACKBONES:
+        raise ValueError(f"--trunk / --views: backbone {backbone} has no head that reads its trunk (those that do: "
+                         f"{', '.join(b[:-4] for b in BACKBONES if b.endswith('_top'))})")
+    if trunk or views:
+        model = efficientnet.trunk(model)
     model = model.to(device).eval()
     transform = image_transforms(False, resize, crop)
+    train_tf = image_transforms(True, resize, crop)
     root = registry.require_dataset(name)
     domains = []
     for d in spec.domains:
         ds = ImageListDataset(root, registry.list_file(name, d.name, split), transform,
                               num_classes=len(spec.classes))
-        feats = []
+        feats, extra = [], []
         with torch.no_grad():
-            for x, _ in tqdm(DataLoader(ds, batch_size=batch_size), desc=f"features {d.name}", unit="batch",
+            for x, _ in tqdm(DataLoader(_Views(ds, train_tf, views), batch_size=batch_size), unit="batch",
+                             desc=f"features {d.name}" + (f" (+{views} views)" if views else ""),
                              disable=not progress):
-                feats.append(model(x.to(device)).flatten(1).cpu().numpy().astype(np.float32))
-        x = np.concatenate(feats)
-        if not np.isfinite(x).all():
+                out = model(x.flatten(0, 1).to(device)).flatten(1).cpu().numpy().astype(np.float32)
+                out = out.reshape(len(x), 1 + views, -1)
+                feats.append(out[:, 0])
+                extra.append(out[:, 1:])
+        x, xv = np.concatenate(feats), np.concatenate(extra)
+        if not (np.isfinite(x).all() and np.isfinite(xv).all()):
             raise ValueError(f"backbone {backbone} produced NaN/inf features on {name}/{d.name}")
-        atomic_write(out_root / f"{d.name}.npz",
-                     lambda fh, x=x, ds=ds: np.savez(fh, X=x, y=ds.labels.numpy(), paths=np.array(ds.paths)))
+        arrays = dict(X=x, y=ds.labels.numpy(), paths=np.array(ds.paths), **({"X_views": xv} if views else {}))
+        atomic_write(out_root / f"{d.name}.npz", lambda fh, arrays=arrays: np.savez(fh, **arrays))
         domains.append({"name": d.name, "short": d.short, "file": f"{d.name}.npz", "count": len(ds),
-                        "x_key": "X", "y_key": "y"})
+                        "x_key": "X", "y_key": "y", **({"views_key": "X_views"} if views else {})})
     meta = {"source_dataset": name, "source_version": registry.dataset_version(name), "split": split,
             "backbone": backbone, "feature_dim": int(dim), "pretrained": bool(pretrained),
-            "weights_path": weights_path, "weights_file": str(model.weights_file) if model.weights_file else None,
-            "weights_sha256": sha256_file(model.weights_file) if model.weights_file else None,
-            "transform": repr(transform), "torch": str(torch.__version__)}
+            "weights_path": weights_path, "weights_file": str(weights_file) if weights_file else None,
+            "weights_sha256": sha256_file(weights_file) if weights_file else None,
+            "transform": repr(transform), "torch": str(torch.__version__), "trunk": bool(trunk or views),
+            **({"reads_it": head} if trunk or views else {}),
+            **({"views": int(views), "views_transform": repr(train_tf)} if views else {})}
     doc = {"kind": "features", "title": f"{backbone} features of {name} ({split})", "classes": list(spec.classes),
            "partial_classes": list(spec.partial_classes), "domains": domains,
            "root": os.path.relpath(out_root, registry.dataset_dir(out_name)), "meta": meta}
     yml = registry.dataset_dir(out_name) / "dataset.yaml"
     write_text(yml, yaml.safe_dump(doc, sort_keys=False))
     return yml
+
+
+class _Views:
+    """Image ``i`` of ``images`` (an ImageListDataset with the test transform) as ``[1 + V, C, H, W]``: the test
+    view, then V draws of ``train_tf`` seeded by ``(i, view)`` (the same views on every machine and rerun)."""
+
+    def __init__(self, images, train_tf, views: int):
+        self.images, self.train_tf, self.views = images, train_tf, int(views)
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        import torch
+
+        from .load import open_rgb
+        x, y = self.images[i]
+        if not self.views:
+            return x[None], y
+        img = open_rgb(self.images.root / self.images.paths[i])
+        state = torch.get_rng_state()
+        try:
+            drawn = []
+            for v in range(self.views):
+                torch.manual_seed(1_000_003 * i + v)
+                drawn.append(self.train_tf(img))
+        finally:
+            torch.set_rng_state(state)
+        return torch.stack([x, *drawn]), y

@@ -22,7 +22,7 @@ from . import registry
 from .archive import extract, locate, locate_extra
 from .download import download, size_limit
 from .registry import DatasetMissingError, FetchError
-from .spec import Archive, DatasetSpec
+from .spec import Archive, DatasetSpec, bare_folder, declared_path, domain_folder, placed_by_hand
 from .verify import check_domains, verify
 
 __all__ = ["FetchError", "fetch", "verify"]
@@ -107,6 +107,15 @@ def _obtain(spec, archive, placed, lock, opts) -> tuple[Path, str, str, list[str
     return path, sha, mirror, notes, limit
 
 
+def _install_folder(spec: DatasetSpec, domain) -> str:
+    """Where a fetched domain is installed under the data root: its declared folder, or the folder without
+    ``images/`` where the committed full list names its images so (lists written from images placed by hand in that
+    layout, docs/datasets.md "Images placed by hand"), so that an archive's copy matches the committed lists."""
+    bare, full = bare_folder(spec, domain), registry.lists_dir(spec.name) / f"{domain.name}_full.txt"
+    first = registry.read_list(full)[:1] if bare and full.is_file() else []
+    return bare if first and declared_path(spec, domain, first[0][0]) != first[0][0] else domain.folder
+
+
 def _try_archive(spec, archive, placed, needed, staging, lock, opts, origins, n):
     """Get, extract, locate and verify one archive's ``needed`` domains in ``staging``. Returns
     ``(counts, manifests, lock entry)``; raises FetchError/ValueError (nothing of it left in staging)."""
@@ -119,11 +128,11 @@ def _try_archive(spec, archive, placed, needed, staging, lock, opts, origins, n)
         doms = [spec.domain(d) for d in archive.domains if d in needed]
         found = locate(spec, doms, tree, partial=placed and not archive.urls)  # unknown content: what it has
         for dname, src in found.items():
-            d = spec.domain(dname)
-            (staging / d.folder).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(src, staging / d.folder)
-            moved.append(staging / d.folder)
-            origins.add(d.folder, path, src.relative_to(tree).as_posix())
+            folder = _install_folder(spec, spec.domain(dname))
+            (staging / folder).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, staging / folder)
+            moved.append(staging / folder)
+            origins.add(folder, path, src.relative_to(tree).as_posix())
         for extra in archive.extras:
             hit = locate_extra(tree, extra)
             if hit is not None and not (staging / extra).exists():
@@ -173,9 +182,9 @@ def _install(spec, root, needed, lock, opts):
         if remaining:
             raise FetchError(_unavailable(spec, remaining, log))
         for d in needed:
-            target = root / spec.domain(d).folder
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / spec.domain(d).folder, target)
+            folder = _install_folder(spec, spec.domain(d))
+            (root / folder).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / folder, root / folder)
         for a in spec.archives:
             for extra in a.extras:
                 if (staging / extra).exists() and not (root / extra).exists():
@@ -215,10 +224,10 @@ def fetch(name: str, *, verify_images: bool = False, retries: int = 3, timeout: 
         return root
     with _exclusive(root):
         lock = registry.read_lock(name)
-        needed = [d.name for d in spec.domains if not (root / d.folder).exists()]
+        needed = [d.name for d in spec.domains if not (root / domain_folder(spec, d, root)).exists()]
         present = [d.name for d in spec.domains if d.name not in needed]
         counts, manifests, used, sources = {}, {}, {}, {}
-        if present:  # placed by hand or fetched before: check them before downloading the rest
+        if present:  # placed by hand (as declared, or without images/) or fetched before: checked before downloading
             try:
                 counts, manifests, _ = check_domains(  # bytes too (manifest), as `data verify` checks them
                     spec, root, present, lock=lock, verify_images=verify_images, progress=progress, manifest=True)
@@ -289,16 +298,17 @@ def _record(name: str, lock: dict, used: dict, counts: dict, manifests: dict, so
 
 def _unavailable(spec: DatasetSpec, remaining, log) -> str:
     root, dl = registry.data_root(spec.name), registry.download_dir(spec.name)
+    doms = [spec.domain(d) for d in remaining]
     lines = [f"cannot fetch dataset {spec.name!r}: no source delivered domain(s) {', '.join(remaining)}; put one of "
-             f"its archives into {dl}/ or the extracted domain folders under {root}/, then rerun `python -m dmp "
-             f"data fetch {spec.name}`."]
+             f"its archives into {dl}/ or the extracted domain folders under {root}/ "
+             f"({placed_by_hand(spec, doms)}), then rerun `python -m dmp data fetch {spec.name}`."]
     lines += ["Tried:"] + [f"  - {entry}" for entry in log] if log else []
     lines.append("Archives that provide them (any file name works in the downloads folder):")
     for a in spec.archives:
         if set(a.domains) & set(remaining):
             where = ", ".join(list(a.urls) + list(a.manual_urls)) or "the publisher"
             lines.append(f"  - {a.filename} (domains {', '.join(a.domains)}) from: {where}")
-    lines.append(f"  - or the extracted domain folders ({', '.join(spec.domain(d).folder for d in remaining)}) "
+    lines.append(f"  - or the extracted domain folders ({placed_by_hand(spec, doms)}) "
                  f"under {root}/ (or set DMP_DATA_DIR=<dir> and use <dir>/{spec.name}/)")
     return "\n".join(lines)
 

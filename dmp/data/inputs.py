@@ -109,15 +109,21 @@ class TensorDataset(Dataset):
     ``shift`` / ``scale_jitter`` (small images only; :func:`build_task` refuses them on vectors): a training
     sample keyed with an augmentation seed is translated by up to ``shift`` pixels in each direction and scaled by
     a factor in ``1 +- scale_jitter``, the new border filled with the sample's corner value (its background); the
-    draw comes from the sample's seed, so a batch is the same whatever the worker count or a resume."""
+    draw comes from the sample's seed, so a batch is the same whatever the worker count or a resume.
 
-    def __init__(self, x, y, shift: int = 0, scale_jitter: float = 0.0):
+    ``views`` (vectors only): ``[N, V, D]`` stored augmented views of each sample (a trunk's activations of V
+    random crops, ``extract-features --views``); a training sample keyed with a seed is view ``seed mod V``."""
+
+    def __init__(self, x, y, shift: int = 0, scale_jitter: float = 0.0, views=None):
+        self.views = None if views is None else torch.as_tensor(np.asarray(views), dtype=torch.float32)
         self.x = torch.as_tensor(np.asarray(x), dtype=torch.float32)
         self.labels = torch.as_tensor(np.asarray(y), dtype=torch.long)
         if len(self.x) != len(self.labels):
             raise ValueError(f"{len(self.x)} samples but {len(self.labels)} labels")
         self.shift, self.scale_jitter = int(shift), float(scale_jitter)
         self.augment = bool(shift or scale_jitter)
+        if self.views is not None and (self.views.shape[0] != len(self.x) or self.x.ndim != 2):
+            raise ValueError(f"views of shape {list(self.views.shape)} do not fit {list(self.x.shape)} samples")
 
     def __len__(self):
         return len(self.labels)
@@ -133,11 +139,16 @@ class TensorDataset(Dataset):
 
     def __getitem__(self, key):
         i, seed = sample_key(key)
+        if self.views is not None and seed is not None:
+            return self.views[i, int(seed) % self.views.shape[1]], self.labels[i]
         x = self.x[i]
         return (self._augmented(x, seed) if self.augment and seed is not None else x), self.labels[i]
 
     def batch(self, idx, seeds=None):
         """Fast path: gather a whole batch without a DataLoader (``seeds``: augmentation seeds, per sample)."""
+        if self.views is not None and seeds is not None:
+            pick = torch.as_tensor([int(sd) % self.views.shape[1] for sd in seeds])
+            return self.views[torch.as_tensor(idx), pick], self.labels[torch.as_tensor(idx)]
         x, y = self.x[torch.as_tensor(idx)], self.labels[torch.as_tensor(idx)]
         if self.augment and seeds is not None:
             x = torch.stack([self._augmented(xi, sd) for xi, sd in zip(x, seeds)])
@@ -273,7 +284,7 @@ def build_task(cfg) -> Task:
     committed lists or the validated arrays (splits), then the torch datasets. Inputs are checked before any
     work: domains, list files (labels in range), array files (labels, values, dimensions)."""
     from . import registry
-    from .splits import load_arrays, run_lists, scored
+    from .splits import load_arrays, load_views, run_lists, scored
 
     spec = registry.get_dataset(cfg["dataset"])
     names = [d.name for d in spec.domains]
@@ -326,8 +337,12 @@ def build_task(cfg) -> Task:
         if cfg[key] and xs.ndim != 4:
             raise ValueError(f"config key {key!r} = {cfg[key]}: dataset {spec.name} holds feature vectors, not "
                              f"images; this augmentation needs images (set {key}=0)")
-    s = TensorDataset(xs, ys, cfg["shift"], cfg["scale_jitter"])
-    t = TensorDataset(xt, yt, cfg["shift"], cfg["scale_jitter"])
+    vs, vt = load_views(spec.name, *src), load_views(spec.name, *tgt)  # stored augmented views, if declared
+    if (vs is None) != (vt is None) or ((vs is not None) and (cfg["sample_norm"] or cfg["standardize"])):
+        raise ValueError(f"dataset {spec.name}: stored training views (views_key) need them on both domains "
+                         f"({src[0]}: {vs is not None}, {tgt[0]}: {vt is not None}) and no sample_norm / standardize")
+    s = TensorDataset(xs, ys, cfg["shift"], cfg["scale_jitter"], views=vs)
+    t = TensorDataset(xt, yt, cfg["shift"], cfg["scale_jitter"], views=vt)
     # the no-grad passes (anchors, evaluation) see the samples as they are
     s_eval, t_eval = TensorDataset(xs, ys), TensorDataset(xt, yt)
     in_channels = xs.shape[1] if xs.ndim == 4 else 1

@@ -135,3 +135,18 @@ def read_arrays(name: str, domain: str) -> tuple[np.ndarray, np.ndarray]:
     if dom.count is not None and len(x) != dom.count:
         raise ValueError(f"{path}: {len(x)} samples in {dom.x_key!r}, the registry declares {dom.count}")
     return np.ascontiguousarray(x), y
+
+
+def read_views(name: str, domain: str, x: np.ndarray) -> np.ndarray:
+    """The augmented training views ``[N, V, D]`` (float32) of one domain whose declaration has a ``views_key``,
+    checked against its samples ``x`` ``[N, D]`` (:func:`read_arrays`): same N and D, finite values."""
+    dom = registry.get_dataset(name).domain(domain)
+    path = registry.require_dataset(name) / dom.folder
+    v = np.asarray(_read_matrix(path, dom.views_key))
+    if v.ndim != 3 or v.shape[0] != x.shape[0] or v.shape[2:] != x.shape[1:]:
+        raise ValueError(f"{path}: {dom.views_key!r} has shape {list(v.shape)}; the views of {list(x.shape)} "
+                         f"samples must be [{x.shape[0]}, V, {x.shape[1]}]")
+    v = v.astype(np.float32)
+    if not np.isfinite(v).all():
+        raise ValueError(f"{path}: {dom.views_key!r} contains NaN or infinite values")
+    return v

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..io import sha256_file, write_json, write_text
 from .catalog import BUILTIN, PUBLISHED_DUPLICATES, SHARED_COPIES
-from .spec import DatasetSpec, partial_indices, spec_from_yaml, visible_name
+from .spec import DatasetSpec, domain_folder, partial_indices, placed_by_hand, spec_from_yaml, visible_name
 
 PROJECT = Path(__file__).resolve().parents[2]
 DATASETS_DIR = PROJECT / "datasets"
@@ -197,7 +197,7 @@ def require_dataset(name: str) -> Path:
     :class:`DatasetMissingError` naming what is missing, the command to get it and where to put it by hand."""
     spec = get_dataset(name)
     root = data_root(name)
-    missing = [d for d in spec.domains if not (root / d.folder).exists()]
+    missing = [d for d in spec.domains if not (root / domain_folder(spec, d, root)).exists()]
     if not missing:
         return root
     what = ", ".join(f"{root / d.folder} (domain {d.name})" for d in missing)
@@ -212,7 +212,7 @@ def require_dataset(name: str) -> Path:
         how = (f"Fetch it with `python -m dmp data fetch {name}` (or `dvc pull` / `dvc repro prepare@{name}`), "
                f"or download one of the archives ({', '.join(dict.fromkeys(a.filename for a in spec.archives))}) "
                f"by hand into {download_dir(name)}/ and rerun the fetch, or place the extracted domain folders "
-               f"under {root}/.")
+               f"under {root}/ ({placed_by_hand(spec, missing)}).")
     raise DatasetMissingError(f"dataset {name!r} is not in place: missing {what}. {how}")
 
 

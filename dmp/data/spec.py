@@ -1,7 +1,8 @@
 """What a dataset declaration holds: :class:`DatasetSpec` with its :class:`Domain` s and :class:`Archive` s.
 
 The built-in declarations are data in :mod:`dmp.data.catalog`; users declare "bring your own features" datasets in
-``datasets/<name>/dataset.yaml`` (:func:`spec_from_yaml`). Nothing here touches the disk beyond reading that yaml.
+``datasets/<name>/dataset.yaml`` (:func:`spec_from_yaml`). Nothing here touches the disk beyond reading that yaml
+and looking which accepted layout a domain's images were placed in (:func:`domain_folder`).
 """
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ class Domain:
     class, or the flat image folder of list-labelled layouts; features/arrays: the file). ``count``: images
     (samples) expected; ``class_counts``: per class, in the order of the dataset's classes (where published).
     ``aliases``: other names of the domain folder in known packagings (matched with :func:`folder_key`).
-    ``x_key``/``y_key``: array names in a features file; for ``.npy`` features ``y_key`` is the labels file."""
+    ``x_key``/``y_key``: array names in a features file; for ``.npy`` features ``y_key`` is the labels file.
+    ``views_key`` (features, optional): an array ``[N, V, D]`` of V augmented training views of each sample (a
+    training draw takes one of them; ``x_key`` stays what the no-grad passes and the scoring read)."""
     name: str
     short: str
     folder: str
@@ -47,6 +50,7 @@ class Domain:
     y_key: str = "y"
     class_counts: tuple[int, ...] | None = None
     aliases: tuple[str, ...] = ()
+    views_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,7 @@ _KIND_KEYS = {
     "arrays": ("label_offset", "sample_shape"),
     "images": ("layout", "homepage", "splits", "cache", "images_per_class", "archives"),
 }
-_DOMAIN_KEYS = {"features": ("name", "short", "file", "count", "x_key", "y_key"),
+_DOMAIN_KEYS = {"features": ("name", "short", "file", "count", "x_key", "y_key", "views_key"),
                 "images": ("name", "short", "folder", "count", "aliases", "lists", "eval_lists")}
 _DOMAIN_KEYS["arrays"] = _DOMAIN_KEYS["features"]
 _ARCHIVE_KEYS = ("file", "urls", "domains", "sha256", "size", "manual_urls", "extras", "id")
@@ -223,7 +227,8 @@ def _spec(raw, path: Path) -> DatasetSpec:
                   partial_classes=partial_indices(partial, classes) if classes else ())
     if kind != "images":
         domains = tuple(Domain(str(d["name"]), str(d.get("short", d["name"])), d["file"],
-                               _count(d.get("count"), f"domains[{i}].count"), d.get("x_key", "X"), d.get("y_key", "y"))
+                               _count(d.get("count"), f"domains[{i}].count"), d.get("x_key", "X"), d.get("y_key", "y"),
+                               views_key=str(d["views_key"]) if d.get("views_key") else None)
                         for i, d in enumerate(raw["domains"]))
         return DatasetSpec(domains=domains, title=raw.get("title", f"user {kind} ({path})"),
                            label_offset=int(raw.get("label_offset", 0)),
@@ -317,6 +322,47 @@ def _image_spec(raw, path: Path, common: dict) -> DatasetSpec:
                        classes_from="" if classes else ("lists" if layout == "list_files" else "folders"),
                        partial_names=() if classes else partial,
                        cache_images=bool(raw.get("cache", False)), eval_lists=tuple(eval_lists), **common)
+
+
+# ----------------------------------------------------------------------------------------------- placed by hand
+def bare_folder(spec: DatasetSpec, domain: Domain) -> str:
+    """The folder of a class-folder domain declared as ``<d>/images`` without that level (``<d>``), else ""."""
+    parent, _, last = domain.folder.rpartition("/")
+    ok = spec.kind == "images" and spec.layout == "class_folders" and last == "images" and parent
+    return parent if ok else ""
+
+
+def domain_folder(spec: DatasetSpec, domain: Domain, root: Path) -> str:
+    """Where the images of ``domain`` are under ``root`` (relative to it): its declared folder (``amazon/images``,
+    holding one folder per class), or for a domain declared as ``<d>/images``, ``<d>`` itself when its class folders
+    were placed there without the ``images/`` level (``amazon/back_pack/frame_0001.jpg``, how other tools extract
+    Office-31). The declared folder when neither is in place (what errors name)."""
+    root, bare = Path(root), bare_folder(spec, domain)
+    if not bare or (root / domain.folder).exists():
+        return domain.folder
+    base = root / bare
+    return bare if base.is_dir() and any((base / c).is_dir() for c in spec.classes) else domain.folder
+
+
+def declared_path(spec: DatasetSpec, domain: Domain, rel: str) -> str:
+    """``rel`` (an image of ``domain``, relative to the data root) as the declared layout names it: a path of the
+    layout without ``images/`` (``amazon/back_pack/x.jpg``) gets the level back (``amazon/images/back_pack/x.jpg``);
+    any other path is returned as it is. Manifests hash these names, so a lock holds for both layouts."""
+    bare = bare_folder(spec, domain)
+    if bare and not rel.startswith(domain.folder + "/") and rel.startswith(bare + "/"):
+        return f"{domain.folder}/{rel[len(bare) + 1:]}"
+    return rel
+
+
+def placed_by_hand(spec: DatasetSpec, domains) -> str:
+    """The folders ``domains`` may be placed in by hand under the data root, e.g. ``amazon/images/<class>/ or
+    amazon/<class>/`` (both accepted layouts, :func:`domain_folder`) for each domain."""
+    def forms(d):
+        if spec.kind != "images" or spec.layout != "class_folders":
+            return d.folder
+        return f"{d.folder}/<class>/" + (f" or {bare_folder(spec, d)}/<class>/" if bare_folder(spec, d) else "")
+    return ", ".join(forms(d) for d in domains)
+
 
 
 def as_dict(spec: DatasetSpec) -> dict:

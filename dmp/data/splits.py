@@ -1,6 +1,7 @@
 """Image lists and the protocol splits derived from them.
 
-The full list of a domain is built once from a verified extracted copy (sorted, deterministic) and committed;
+The full list of a domain is built once from a verified extracted copy (sorted by path, or in the published lists'
+order where the dataset has one: :func:`dmp.data.verify.scan_domain`; deterministic) and committed;
 every other split is a pure function of the full list, defined here:
 
 - ``partial``: the dataset's partial-target classes (Office-31: PADA's 10 Caltech-shared classes;
@@ -19,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from . import registry
-from .load import read_arrays
+from .load import read_arrays, read_views
 from .registry import read_list, write_list
-from .spec import DatasetSpec
+from .spec import DatasetSpec, domain_folder
 from .verify import _listed, check_counts, per_class, scan_domain
 
 SEED = 0  # the seed of the n<K> subsets; part of the protocol, never changed
@@ -86,7 +87,7 @@ def prepare(name: str, splits=None, root: Path | None = None) -> list[Path]:
     splits = list(dict.fromkeys(splits or spec.splits))
     for s in splits:
         select([], s, spec)  # validates the name before any file is written
-    have_data = all((root / d.folder).exists() for d in spec.domains)
+    have_data = all((root / domain_folder(spec, d, root)).exists() for d in spec.domains)
     fulls = {}
     for d in spec.domains:
         full_path = registry.lists_dir(name) / f"{d.name}_full.txt"
@@ -99,7 +100,7 @@ def prepare(name: str, splits=None, root: Path | None = None) -> list[Path]:
         fulls[d.name] = entries
     if have_data:
         check_counts(spec, {d: per_class(spec, e) for d, e in fulls.items()}, registry.read_lock(name),
-                     lambda rel: str(root / rel))
+                     lambda rel: str(root / rel), {d.name: domain_folder(spec, d, root) for d in spec.domains})
     parts = {d.name: {"": fulls[d.name]} for d in spec.domains}
     for d in {d for d, _ in spec.eval_lists}:
         scored = (_scored(spec, spec.domain(d), root) if have_data
@@ -153,6 +154,16 @@ def load_arrays(name: str, domain: str, split: str = "full") -> tuple[np.ndarray
     x, y = read_arrays(name, domain)
     keep = select(y, split, registry.get_dataset(name))
     return np.ascontiguousarray(x[keep]), y[keep]
+
+
+def load_views(name: str, domain: str, split: str = "full") -> np.ndarray | None:
+    """The augmented training views ``[N, V, D]`` of the samples of :func:`load_arrays` (same rows), or ``None``
+    when the domain declares no ``views_key``."""
+    if registry.get_dataset(name).domain(domain).views_key is None:
+        return None
+    x, y = read_arrays(name, domain)
+    keep = select(y, split, registry.get_dataset(name))
+    return np.ascontiguousarray(read_views(name, domain, x)[keep])
 
 
 def split_size(name: str, domain: str, split: str) -> int:

@@ -21,9 +21,9 @@ from tqdm import tqdm
 
 from ..io import sha256_file
 from . import registry
-from .catalog import PUBLISHED_DUPLICATES
+from .catalog import PUBLISHED_DUPLICATES, PUBLISHED_ORDER
 from .load import open_rgb, read_arrays
-from .spec import IMAGE_EXTENSIONS, DatasetSpec, Domain, visible_name
+from .spec import IMAGE_EXTENSIONS, DatasetSpec, Domain, bare_folder, declared_path, domain_folder, visible_name
 
 Shown = Callable[[str], str]
 
@@ -34,24 +34,31 @@ def _is_image(name: str) -> bool:
 
 
 def scan_domain(spec: DatasetSpec, domain: Domain, root: Path, shown: Shown | None = None) -> list[tuple[str, int]]:
-    """The full list of one domain from an extracted copy under ``root``, sorted by path.
+    """The full list of one domain from an extracted copy under ``root``: sorted by path, or where the dataset's
+    published lists give the classes in another order (:data:`~dmp.data.catalog.PUBLISHED_ORDER`, Office-31),
+    class after class in that order, each class's images sorted by path (the published lists, line for line).
 
-    class_folders: every image under ``<folder>/<class>/``; a missing or unknown class folder is an error.
+    class_folders: every image under ``<folder>/<class>/``, the folder as placed (:func:`~dmp.data.spec.domain_folder`:
+    the declared one, or ``<d>/`` for a domain declared as ``<d>/images``; paths name the files that exist); a
+    missing or unknown class folder is an error.
     list_files: the domain's label list(s) (CRLF accepted), each entry resolved by file name inside the flat
     ``<folder>`` (the published ImageCLEF lists name class sub-folders that the archive does not have) or, for
     ``list_paths: root``, relative to the root; an entry listed twice is kept twice, as in the published lists."""
     shown = shown or (lambda rel: str(Path(root) / rel))
-    base = root / domain.folder
+    folder = domain_folder(spec, domain, root)
+    base = root / folder
     if not base.is_dir():
+        hint = (f" (nor {shown(bare_folder(spec, domain))}/<class>/, the layout without images/)"
+                if bare_folder(spec, domain) else "")
         raise registry.DatasetMissingError(f"domain folder {shown(domain.folder)} (domain {domain.name!r}) "
-                                           f"does not exist")
+                                           f"does not exist{hint}")
     entries = []
     if spec.layout == "class_folders":
         present = sorted(p.name for p in base.iterdir() if p.is_dir() and visible_name(p.name))
         missing = [c for c in spec.classes if c not in present]
         unknown = [c for c in present if c not in spec.classes]
         if missing or unknown:
-            raise ValueError(f"{shown(domain.folder)}: " + "; ".join(
+            raise ValueError(f"{shown(folder)}: " + "; ".join(
                 s for s in (f"missing class folder(s) {', '.join(missing)}" if missing else "",
                             f"unknown class folder(s) {', '.join(unknown)}" if unknown else "") if s))
         for label, cls in enumerate(spec.classes):
@@ -68,8 +75,12 @@ def scan_domain(spec: DatasetSpec, domain: Domain, root: Path, shown: Shown | No
     else:
         raise ValueError(f"dataset {spec.name!r}: unknown layout {spec.layout!r}")
     entries.sort()
+    order = PUBLISHED_ORDER.get(spec.name) if spec.layout == "class_folders" else None
+    if order and sorted(order) == sorted(spec.classes):
+        rank = {spec.classes.index(c): i for i, c in enumerate(order)}
+        entries.sort(key=lambda e: rank[e[1]])  # stable: by path within each class
     if not entries:
-        raise ValueError(f"{shown(domain.folder)}: no images found for domain {domain.name!r}")
+        raise ValueError(f"{shown(folder)}: no images found for domain {domain.name!r}")
     return entries
 
 
@@ -115,11 +126,13 @@ def _release_hint(spec: DatasetSpec, totals: dict[str, int]) -> str:
 
 
 def check_counts(spec: DatasetSpec, found: dict[str, dict[str, int]], lock: dict | None = None,
-                 where: Shown | None = None) -> None:
+                 where: Shown | None = None, folders: dict[str, str] | None = None) -> None:
     """Check per-class counts ``{domain: {class: n}}`` against the declaration (domain total, per-class counts
     where published, images per class, every class present) and the counts locked at the first fetch. Raises
-    ValueError listing every problem, naming each domain as ``where(domain folder)``."""
+    ValueError listing every problem, naming each domain as ``where(domain folder)`` (``folders``: {domain: its
+    folder as placed}, default the declared one)."""
     where = where or (lambda rel: rel)
+    folders = folders or {}
     problems, totals = [], {}
     for dname, counts in found.items():
         d = spec.domain(dname)
@@ -142,19 +155,21 @@ def check_counts(spec: DatasetSpec, found: dict[str, dict[str, int]], lock: dict
                 issues.append("per-class counts differ from the lock file "
                               f"{registry.lock_path(spec.name)}: " + ", ".join(diff))
         if issues:
-            problems.append(f"{where(d.folder)} (domain {dname!r}): " + "; ".join(issues))
+            problems.append(f"{where(folders.get(dname, d.folder))} (domain {dname!r}): " + "; ".join(issues))
     if problems:
         raise ValueError(f"dataset {spec.name!r}: " + "\n".join(problems) + _release_hint(spec, totals))
 
 
 def read_files(root: Path, rels, *, decode: bool, digest: bool, shown: Shown | None = None,
-               progress: bool = True) -> str | None:
+               progress: bool = True, named: Callable[[str], str] | None = None) -> str | None:
     """Read every file ``root/rel`` once: decode it to RGB (``decode``: an unreadable image is an error naming
     ``shown(rel)``) and/or hash it. Returns the manifest hash (``digest``): sha256 over the sorted unique paths
-    and each file's sha256, the same whichever packaging the files came from."""
+    (``named(rel)``: as the declared layout names them, :func:`~dmp.data.spec.declared_path`) and each file's sha256, the
+    same whichever packaging or accepted layout the files came in."""
     shown = shown or (lambda rel: str(Path(root) / rel))
+    named = named or (lambda rel: rel)
     manifest = hashlib.sha256()
-    for rel in tqdm(sorted(set(rels)), desc="read images", unit="img", disable=not progress):
+    for rel in tqdm(sorted(set(rels), key=named), desc="read images", unit="img", disable=not progress):
         try:
             data = (Path(root) / rel).read_bytes()
             if decode:
@@ -162,7 +177,7 @@ def read_files(root: Path, rels, *, decode: bool, digest: bool, shown: Shown | N
         except Exception as exc:  # PIL raises many types for broken files
             raise ValueError(f"unreadable image {shown(rel)}: {exc.__class__.__name__}: {exc}") from None
         if digest:
-            manifest.update(f"{rel}\0{hashlib.sha256(data).hexdigest()}\n".encode())
+            manifest.update(f"{named(rel)}\0{hashlib.sha256(data).hexdigest()}\n".encode())
     return manifest.hexdigest() if digest else None
 
 
@@ -176,21 +191,32 @@ def check_domains(spec: DatasetSpec, root: Path, domains, *, lock: dict | None =
     if spec.classes_from and not spec.classes:  # a user dataset's classes, read from this copy (a first fetch)
         spec = dataclasses.replace(spec, classes=registry.data_classes(spec, root))
     entries = {d: scan_domain(spec, spec.domain(d), root, shown) for d in domains}
+    folders = {d: domain_folder(spec, spec.domain(d), root) for d in domains}
     counts = {d: per_class(spec, e) for d, e in entries.items()}
-    check_counts(spec, counts, lock, shown)
+    check_counts(spec, counts, lock, shown, folders)
     manifests = {}
     for d, ents in entries.items():
+        dom = spec.domain(d)
         committed = registry.lists_dir(spec.name) / f"{d}_full.txt"
-        if committed.is_file() and registry.read_list(committed) != ents:
-            raise ValueError(f"the images of {shown(spec.domain(d).folder)} differ from the committed list "
+        listed = registry.read_list(committed) if committed.is_file() else ents
+        if listed != ents:
+            def declared(es, dom=dom):
+                return [(declared_path(spec, dom, p), lab) for p, lab in es]
+            if declared(listed) == declared(ents):
+                raise ValueError(f"the committed list {committed} names the images of domain {d!r} in the other "
+                                 f"accepted layout than {shown(folders[d])}/<class>/ (with or without images/): "
+                                 f"place the class folders as it names them ({listed[0][0]}), or rewrite the lists "
+                                 f"for this copy with `python -m dmp data prepare {spec.name}` (another dataset "
+                                 f"version)")
+            raise ValueError(f"the images of {shown(folders[d])} differ from the committed list "
                              f"{committed}: a different version of the dataset (or run `python -m dmp data "
                              f"prepare {spec.name}`)")
         if verify_images or manifest:
             manifests[d] = read_files(root, [p for p, _ in ents], decode=verify_images, digest=True, shown=shown,
-                                      progress=progress)
+                                      progress=progress, named=lambda rel, dom=dom: declared_path(spec, dom, rel))
             locked = lock.get("manifest", {}).get(d)
             if locked and locked != manifests[d]:
-                raise ValueError(f"the files of {shown(spec.domain(d).folder)} (domain {d!r}) differ from the "
+                raise ValueError(f"the files of {shown(folders[d])} (domain {d!r}) differ from the "
                                  f"version locked in {registry.lock_path(spec.name)}: same names and counts, "
                                  f"other bytes (manifest {manifests[d][:12]}, locked {locked[:12]})")
     return counts, manifests, entries

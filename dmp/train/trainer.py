@@ -27,6 +27,7 @@ from ..config import ConfigError, resolve_workers
 from ..data.inputs import BatchStream, Task, TensorDataset, eval_loader
 from ..io import remove_temp_files, sha256_file, write_errors_named
 from ..models import DMPNet, batch_statistics, build_backbone
+from ..models.backbones import VECTOR_BACKBONES
 from ..weighting import class_weights
 from . import checkpoint as ckpt
 from . import compiled, snapshot
@@ -76,10 +77,11 @@ class Trainer:
         if cfg["k"] > task.num_classes:
             raise ConfigError(f"config key 'k' = {cfg['k']} is larger than the number of classes "
                               f"({task.num_classes})")
-        if task.in_dim is not None and cfg["backbone"] != "identity":
+        if task.in_dim is not None and cfg["backbone"] not in VECTOR_BACKBONES:
             raise ConfigError(f"config key 'backbone' = {cfg['backbone']!r}: dataset {cfg['dataset']} holds feature "
                               f"vectors ({task.in_dim}-d), which go straight into the manifold layers; use "
-                              f"backbone=identity (the default for a features dataset without preset: none)")
+                              f"backbone=identity (the default for a features dataset without preset), or for trunk "
+                              f"activations the backbone's head that reads them: {', '.join(VECTOR_BACKBONES[1:])}")
         if cfg["threads"]:
             torch.set_num_threads(cfg["threads"])
         self.device = torch.device("cuda" if cfg["device"] == "cuda" or (
