@@ -129,18 +129,31 @@ def hold_lock(out):
     return proc
 
 
-def test_a_second_process_on_the_same_folder_is_refused_at_once_whatever_its_config(tmp_path):
+def test_a_second_process_on_the_same_folder_is_refused_at_once_whatever_its_config(tmp_path, monkeypatch):
+    import fcntl
     import time
 
     run(tmp_path, stop_after=12)
     before = files(tmp_path)
     holder = hold_lock(tmp_path)
+    flock = fcntl.flock
+
+    def no_wait(fd, op):  # "at once" without a clock: a blocking flock would wait for the holder, who never ends
+        assert op & (fcntl.LOCK_NB | fcntl.LOCK_UN), "a blocking flock: the refusal would wait for the holder"
+        return flock(fd, op)
+
+    def no_sleep(seconds):
+        raise AssertionError(f"slept {seconds} s (a retry loop) before refusing")
+
     try:
         for cfg in (CFG, dict(CFG, lambda1=1.0, seed=3)):  # the same run, another run: both refused
-            start = time.perf_counter()
-            with pytest.raises(RunFolderBusy, match=re.escape(f"{tmp_path} is in use by another training process")):
-                run(tmp_path, cfg)
-            assert time.perf_counter() - start < 2
+            with monkeypatch.context() as m:
+                m.setattr(fcntl, "flock", no_wait)
+                m.setattr(time, "sleep", no_sleep)
+                with pytest.raises(RunFolderBusy,
+                                   match=re.escape(f"{tmp_path} is in use by another training process")):
+                    run(tmp_path, cfg)
+        assert holder.poll() is None  # refused while the holder held the lock (it ends only when killed)
         assert files(tmp_path) == before  # nothing written, log.csv untouched
     finally:
         holder.kill()

@@ -72,23 +72,39 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path, method, metric, mode, se
 
 
 def test_killed_process_resumes_to_the_same_numbers(tmp_path):
-    """SIGKILL a training process after its first checkpoint, rerun the same command, compare."""
+    """SIGKILL a training process after its first checkpoint, rerun the same command, compare. The killed run
+    stalls after its 3rd checkpoint (``stall``), so the kill lands between its first checkpoint and that one,
+    whatever the machine's load, and never after the run has finished."""
     script = tmp_path / "run.py"
     script.write_text(
-        "import sys; sys.path[:0] = [%r, %r]\n"
-        "from synthetic import shift_task, small_cfg\nfrom dmp.train import train\n"
+        "import sys, time; sys.path[:0] = [%r, %r]\n"
+        "from synthetic import shift_task, small_cfg\nfrom dmp.train import Trainer, train\n"
+        "if sys.argv[2:] == ['stall']:\n"
+        "    save, saved = Trainer.save_checkpoint, []\n"
+        "    def stall(self, rows):\n"
+        "        save(self, rows)\n"
+        "        saved.append(self.iteration)\n"
+        "        while len(saved) >= 3:  # until killed\n"
+        "            time.sleep(1)\n"
+        "    Trainer.save_checkpoint = stall\n"
         "train(small_cfg(iterations=400, checkpoint_every=20, intra_start=50), sys.argv[1], task=shift_task(),"
         " progress=False)\n" % (str(ROOT), str(ROOT / "tests")))
     ref = tmp_path / "ref"
     subprocess.run([sys.executable, script, ref], check=True, timeout=300)
     run = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, script, run])
-    deadline = time.time() + 120
-    while not (run / "checkpoint.pt").exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (run / "metrics.json").exists(), "the run finished before it could be killed"
+    proc = subprocess.Popen([sys.executable, script, run, "stall"])
+    try:
+        deadline = time.monotonic() + 300  # only against a hang: the assertion below names it
+        while not (run / "checkpoint.pt").exists() and time.monotonic() < deadline:
+            assert proc.poll() is None, "the run ended before its first checkpoint"
+            time.sleep(0.05)
+        assert (run / "checkpoint.pt").exists(), "no checkpoint within 300 s"
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not (run / "metrics.json").exists()
     leftovers = [p.name for p in run.iterdir() if ".tmp" in p.name]  # atomic writes: .NAME.XXXX.tmp.EXT
     subprocess.run([sys.executable, script, run], check=True, timeout=300)
     a, b = (json.loads((d / "metrics.json").read_text()) for d in (ref, run))
