@@ -316,7 +316,9 @@ def _preset(dataset, setting) -> dict[str, Any]:
     if spec.kind == "features" and meta.get("reads_it") and (meta.get("source_dataset"), setting) in PRESETS:
         # a backbone trunk's activations of a paper dataset (extract-features --trunk): that dataset's preset,
         # with the head of the trunk that stored them as the backbone (fine-tuned at backbone_lr_mult)
-        return dict(PRESETS[(meta["source_dataset"], setting)], backbone=meta["reads_it"], pretrained=True)
+        # (its images were cropped when they were stored: the image pipeline's keys do not apply)
+        return {**{k: v for k, v in PRESETS[(meta["source_dataset"], setting)].items() if k not in ("resize", "crop")},
+                "backbone": meta["reads_it"], "pretrained": True}
     return KIND_PRESETS.get(spec.kind, {})
 
 

@@ -272,7 +272,7 @@ class Suite:
         setting = "partial" if table == "partial" else "vanilla"
         cells = []
         for dataset, block in spec["datasets"].items():
-            labels = block.get("labels", {})
+            labels, paper = block.get("labels", {}), block.get("reported_as", dataset)
             for method in self.table_methods(block.get("methods", spec["methods"])):
                 row = []
                 for task in block["tasks"]:
@@ -281,16 +281,16 @@ class Suite:
                         for name in self.class_names(dataset):
                             col = self.class_label(dataset, name)
                             row.append(Cell(table, dataset, method, col, run, ("per_class_accuracy", name),
-                                            _reported(table, dataset, setting, method, "", task, col)))
+                                            _reported(table, paper, setting, method, "", task, col)))
                         row.append(Cell(table, dataset, method, "Mean", run, ("mean_class_accuracy",),
-                                        _reported(table, dataset, setting, method, "", task, "Mean")))
+                                        _reported(table, paper, setting, method, "", task, "Mean")))
                     else:
                         col = labels.get(task, task)
                         row.append(Cell(table, dataset, method, col, run, ("accuracy",),
-                                        _reported(table, dataset, setting, method, "", col, col)))
+                                        _reported(table, paper, setting, method, "", col, col)))
                 if len(block["tasks"]) > 1:
                     row.append(Cell(table, dataset, method, "Mean", None, ("accuracy",),
-                                    _reported(table, dataset, setting, method, "", "Mean", "Mean")))
+                                    _reported(table, paper, setting, method, "", "Mean", "Mean")))
                 cells += row
         return cells
 

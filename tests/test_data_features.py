@@ -77,3 +77,50 @@ def test_an_existing_dataset_is_never_replaced(isolated):
                                               r"replaces a dataset"):
         extract_features("demo", "mine", backbone="smallcnn", pretrained=False)
     assert yml.read_text() == "kind: features  # the user's own declaration\n"
+
+
+def test_trunk_views_feed_the_head_and_the_preset_of_their_dataset(isolated, monkeypatch):
+    """``--views 2``: the stored X is the trunk on the centre crop, X_views the trunk on the training transform drawn
+    from (image, view); a training draw takes view ``seed mod V``, the no-grad passes X; the runs on it get the
+    preset of the dataset the images came from, with the head of that trunk."""
+    pytest.importorskip("timm")
+    import dataclasses
+
+    from dmp.config import _preset
+    from dmp.data.demo import generate
+    from dmp.data.features import _Views
+    from dmp.data.inputs import ImageListDataset, TensorDataset, image_transforms
+    from dmp.models import build_backbone
+    from dmp.models.efficientnet import trunk
+
+    monkeypatch.delenv("DMP_DATA_DIR")
+    demo = registry.get_dataset("demo")
+    isolated.use(dataclasses.replace(demo, images_per_class=1, domains=tuple(
+        dataclasses.replace(d, count=10) for d in demo.domains)))
+    generate(registry.data_root("demo"), per_class=1, progress=False)
+    splits.prepare("demo", ["full"])
+    parser = argparse.ArgumentParser()
+    cli.add_subparsers(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["data", "extract-features", "demo", "--out-name", "demo_trunk", "--backbone",
+                              "efficientnet_lite0", "--no-pretrained", "--resize", "40", "--crop", "32", "--views", "2"])
+    torch.manual_seed(0)  # the random initialisation of the trunk; the reference below is built the same way
+    assert cli.main(args) == 0
+    x, _ = splits.load_arrays("demo_trunk", "noisy")
+    views = splits.load_views("demo_trunk", "noisy")
+    assert x.shape == (10, 320) and views.shape == (10, 2, 320)   # 320 channels x 1 x 1 at 32 px
+    torch.manual_seed(0)
+    net = trunk(build_backbone("efficientnet_lite0", pretrained=False)[0]).eval()
+    images = ImageListDataset(registry.data_root("demo"), registry.list_file("demo", "noisy"),
+                              image_transforms(False, 40, 32))
+    stack, _ = _Views(images, image_transforms(True, 40, 32), 2)[3]
+    with torch.no_grad():
+        ref = net(stack).flatten(1).numpy()
+    assert np.allclose(x[3], ref[0], atol=1e-5) and np.allclose(views[3], ref[1:], atol=1e-5)
+    assert not np.allclose(views[3, 0], views[3, 1])          # two different crops
+    ds = TensorDataset(x, np.zeros(10), views=views)
+    got, _ = ds.batch([3, 3, 4], [7, 10, 10])                   # seeds 7, 10 -> views 1, 0, 0
+    assert torch.equal(got, torch.as_tensor(np.stack([views[3, 1], views[3, 0], views[4, 0]])))
+    assert torch.equal(ds[3][0], torch.as_tensor(x[3])) and torch.equal(ds[(3, 7)][0], torch.as_tensor(views[3, 1]))
+    preset = _preset("demo_trunk", "vanilla")
+    assert preset["backbone"] == "efficientnet_lite0_top" and preset["lr"] == 1e-3   # the demo's preset, its head
+    assert "crop" not in preset and "resize" not in preset        # the stored activations were cropped already
