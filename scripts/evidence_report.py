@@ -10,6 +10,7 @@ import pandas as pd
 from evidence_studies import (ANCHORS, COMPARISON, COMPARISON_BASE, DIGITS_INIT, NAMES, PARTIAL, PUBLISHED,
                              PUBLISHED_SOURCE, ROOT,
                               SHORT, VANILLA, WEAK_VARIANTS, variant_folder)
+from office31_report import section as office31_section
 
 def collect(out_root: Path) -> pd.DataFrame:
     rows = []
@@ -267,6 +268,7 @@ def render(df: pd.DataFrame, protos: pd.DataFrame | None = None, weights_dir: Pa
         md, wins = table(part, "method", VANILLA if setting == "vanilla" else PARTIAL)
         lines += [f"## {dataset}, {setting}", "", f"Dataset version: {', '.join(part['dataset_version'].unique())}; "
                   f"{part['seed'].nunique()} seeds.", "", md, "", _wins(wins), ""]
+    lines += office31_section()
     lines += comparison_section(df)
     weak = df[df["study"] == "weak"]
     if len(weak):

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The departures of config/office31_lite.yaml from the paper's protocol, each measured on A->W with source-only and
+# DMP (3 seeds): runs under results/office31_lite/departures/<departure>/A-W/<method>/seed<k>/ (metrics.json: config,
+# seed, git commit, dataset version), tabled by scripts/office31_report.py in docs/evidence.md.
+# Needs the trunk datasets of the study (config/office31_lite.yaml's header) and, for no_views_224:
+#   python -m dmp data extract-features office31 --out-name office31_lite0_t224 --backbone efficientnet_lite0 \
+#       --resize 256 --crop 224 --trunk
+# Usage: scripts/office31_departures.sh [JOBS]   (runs JOBS trainings side by side, 1 thread each; default 2)
+# A finished run is skipped, an interrupted one resumes from its checkpoint (dmp train's own rule).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${1:-2}
+PY=${PY:-.venv/bin/python}
+OUT=results/office31_lite/departures
+jobs=()
+for seed in 0 1 2; do
+  for method in source_only dmp; do
+    jobs+=("no_views dataset=office31_lite0_t128_noviews method=$method seed=$seed")
+    jobs+=("head_frozen dataset=office31_lite0_t128 backbone_lr_mult=0 method=$method seed=$seed")
+    jobs+=("no_views_224 dataset=office31_lite0_t224 method=$method seed=$seed")
+  done
+done
+run() {
+  set -- $1
+  local name=$1; shift
+  local method seed
+  for kv in "$@"; do case $kv in method=*) method=${kv#method=};; seed=*) seed=${kv#seed=};; esac; done
+  local out=$OUT/$name/A-W/$method/seed$seed
+  [ -f "$out/metrics.json" ] && return 0
+  "$PY" -m dmp train --out "$out" source=amazon target=webcam setting=vanilla metric=G device=cpu threads=1 "$@" \
+    > "/tmp/office31_departure_${name}_${method}_${seed}.log" 2>&1 && echo "$out: done"
+}
+export -f run; export OUT PY
+printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -I{} bash -c 'run "$@"' _ {}

@@ -1,0 +1,149 @@
+"""The Office-31 study on the real images (config/office31_lite.yaml) as a section of docs/evidence.md: our table
+beside the paper's (dmp/tables/reported_results.csv, labelled reported), each method's gain over source-only beside
+the paper's gain, and the measured effect of each departure from the paper's protocol on one task.
+
+Reads only committed run folders (metrics.json: config, seed, git commit, dataset version, weights sha256):
+``results/office31_lite/runs/<dataset>/vanilla/<task>/<method>/G/full-full/seed<k>/`` (the suite's runs) and
+``results/office31_lite/departures/<departure>/<task>/<method>/seed<k>/`` (``scripts/office31_departures.sh``).
+
+    python scripts/office31_report.py          # prints the section
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDY = ROOT / "results" / "office31_lite"
+TASKS = ["A->W", "D->W", "W->D", "A->D", "D->A", "W->A"]
+METHODS = {"source_only": "Source only", "dann": "DANN", "cdan_e": "CDAN+E", "dmp_no_al": "DMP (No AL)",
+           "dmp_no_ds": "DMP (No DS)", "dmp": "DMP"}
+SHORT = {"amazon": "A", "dslr": "D", "webcam": "W"}
+GAIN_TOLERANCE = 2.0  # points: a gain within this of the paper's counts as reproduced (the issue's criterion)
+DEPARTURES = {
+    "study": "the study's form (head fine-tuned at 0.1x lr, 4 stored crops + flips per image, 128 px)",
+    "no_views": "no augmentation: every draw is the centre crop (the views not used)",
+    "head_frozen": "head frozen too (backbone_lr_mult = 0: only the manifold layers and classifier learn)",
+    "no_views_224": "224 px crops of 256 px images (the paper's size), no augmentation",
+}
+
+
+def _runs(pattern: str) -> pd.DataFrame:
+    rows = []
+    for path in sorted(STUDY.glob(pattern)):
+        m = json.loads(path.read_text())
+        c = m["config"]
+        rows.append(dict(path=path.relative_to(STUDY).parts, dataset=c["dataset"], method=c["method"], seed=c["seed"],
+                         task=f"{SHORT[c['source']]}->{SHORT[c['target']]}", accuracy=m["accuracy"],
+                         commit=m["git_commit"][:10], version=m["dataset_version"], weights=m["weights_sha256"],
+                         epoch_s=m.get("seconds_per_epoch")))
+    return pd.DataFrame(rows)
+
+
+def _reported() -> pd.DataFrame:
+    sys.path.insert(0, str(ROOT))
+    from dmp.tables.reported import load_reported
+    rep = load_reported()
+    rep = rep[(rep["table"] == "vanilla") & (rep["dataset"] == "office31") & (rep["setting"] == "vanilla")]
+    return rep.pivot_table(index="method", columns="task", values="value_num").rename(columns={"Mean": "Avg"})
+
+
+def _fmt(values: pd.Series) -> str:
+    return f"{values.mean():.1f} ± {values.std(ddof=1):.1f}" if len(values) > 1 else f"{values.mean():.1f}"
+
+
+def study_table(runs: pd.DataFrame, paper: pd.DataFrame) -> tuple[list[str], dict]:
+    """Our mean ± std over seeds per task and Avg (per seed, the mean over the 6 tasks), the paper's row under it."""
+    lines = ["| method | " + " | ".join(TASKS) + " | Avg | seeds |", "|---|" + "---|" * (len(TASKS) + 2)]
+    avgs = {}
+    for method, name in METHODS.items():
+        part = runs[runs["method"] == method]
+        if part.empty:
+            continue
+        per_task = part.pivot_table(index="seed", columns="task", values="accuracy")
+        complete = per_task.dropna()
+        avg = complete[[t for t in TASKS if t in complete]].mean(axis=1) if len(complete.columns) == 6 else None
+        avgs[method] = (per_task, avg)
+        cells = [_fmt(per_task[t].dropna()) if t in per_task else "–" for t in TASKS]
+        lines.append(f"| {name} (ours) | " + " | ".join(cells) + f" | {_fmt(avg) if avg is not None else '–'} | "
+                     f"{part['seed'].nunique()} |")
+        if method in paper.index:
+            lines.append(f"| {name} (paper, ResNet-50, reported) | " + " | ".join(
+                f"{paper.loc[method, t]:.1f}" for t in TASKS) + f" | {paper.loc[method, 'Avg']:.1f} | |")
+    return lines, avgs
+
+
+def gain_table(avgs: dict, paper: pd.DataFrame) -> list[str]:
+    if "source_only" not in avgs or avgs["source_only"][1] is None:
+        return []
+    so = avgs["source_only"][1]
+    lines = ["| method | gain over source-only, ours (Avg, mean ± std over seeds) | paper's gain | ours - paper | "
+             f"within {GAIN_TOLERANCE:g} points | tasks above source-only (ours) |", "|---|---|---|---|---|---|"]
+    for method, (per_task, avg) in avgs.items():
+        if method == "source_only" or avg is None:
+            continue
+        gain = (avg - so).dropna()
+        paper_gain = paper.loc[method, "Avg"] - paper.loc["source_only", "Avg"]
+        above = sum(per_task[t].mean() > avgs["source_only"][0][t].mean() for t in TASKS)
+        diff = gain.mean() - paper_gain
+        lines.append(f"| {METHODS[method]} | {_fmt(gain)} | {paper_gain:+.1f} | {diff:+.1f} | "
+                     f"{'yes' if abs(diff) <= GAIN_TOLERANCE else 'no'} | {above} of 6 |")
+    return lines
+
+
+def departure_table(study_runs: pd.DataFrame, dep: pd.DataFrame) -> list[str]:
+    task = "A->W"
+    rows = {"study": study_runs[study_runs["task"] == task]}
+    for name in DEPARTURES:
+        if name != "study":
+            rows[name] = dep[dep["path"].map(lambda p: p[1]) == name] if len(dep) else dep
+    lines = [f"| form ({task}) | Source only | DMP | DMP - Source only | seeds |", "|---|---|---|---|---|"]
+    for name, part in rows.items():
+        if part.empty:
+            continue
+        so, dmp = (part[part["method"] == m].set_index("seed")["accuracy"] for m in ("source_only", "dmp"))
+        seeds = sorted(set(so.index) & set(dmp.index))
+        gain = (dmp[seeds] - so[seeds]) if seeds else pd.Series(dtype=float)
+        lines.append(f"| {DEPARTURES[name]} | {_fmt(so) if len(so) else '–'} | {_fmt(dmp) if len(dmp) else '–'} | "
+                     f"{_fmt(gain) if len(gain) else '–'} | {len(seeds)} |")
+    return lines
+
+
+def section() -> list[str]:
+    runs = _runs("runs/*/vanilla/*/*/G/full-full/seed*/metrics.json")
+    if runs.empty:
+        return []
+    dep = _runs("departures/*/*/*/seed*/metrics.json")
+    paper = _reported()
+    table, avgs = study_table(runs, paper)
+    lines = ["## Office-31, real images, an ImageNet-pretrained backbone fine-tuned (config/office31_lite.yaml)", "",
+             "The paper's own tasks on the 4,110 real Office-31 images, run through the suite (`snakemake --cores 2 "
+             "all_tables --configfile config/office31_lite.yaml`; tables in `results/office31_lite/tables/`): "
+             "EfficientNet-Lite0 with its ImageNet weights, Office-31's preset for every task and method (Adam 2e-4, "
+             "batch 50, lambda1 10, lambda2 5e3, 40 epochs of the source, the intra-class term from epoch 15, anchors "
+             "every epoch, the backbone at 0.1x lr), the last iterate, no target label for any choice. The CPU form: "
+             "the trunk is stored once (`dmp data extract-features --views 4`), the head (last 1x1 convolution + "
+             "BatchNorm) is fine-tuned on it; the departures and their measured effect are below the tables.", "",
+             f"Dataset `{', '.join(runs['dataset'].unique())}` version {', '.join(runs['version'].unique())}; "
+             f"weights sha256 {', '.join(w[:12] for w in runs['weights'].unique())}; commits "
+             f"{', '.join(sorted(runs['commit'].unique()))}; {len(runs)} runs.", ""]
+    lines += table + [""]
+    gains = gain_table(avgs, paper)
+    if gains:
+        lines += ["Gains over source-only (Avg of the 6 tasks, per seed; the paper's from its printed averages):", "",
+                  *gains, ""]
+    lines += ["### Departures from the paper and their measured effect", "",
+              "Each row changes one thing of the study's form on A->W (seeds as listed; "
+              "`scripts/office31_departures.sh` runs them):", "", *departure_table(runs, dep), "",
+              "Not measured here: ResNet-50 itself (no ImageNet ResNet weights reach these machines; EfficientNet-Lite0 "
+              "has about its ImageNet top-1, 75 % against 76 %), and every layer fine-tuned (a DMP run of the "
+              "paper's schedule takes about 14 hours on 2 CPU cores at 128 px: `benchmarks/lite_cpu.py`); "
+              "`benchmarks/gpu_office31.sh` runs that protocol on a GPU.", ""]
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(section()))
