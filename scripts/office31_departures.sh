@@ -5,7 +5,7 @@
 # Needs the trunk datasets of the study (config/office31_lite.yaml's header) and, for no_views_224:
 #   python -m dmp data extract-features office31 --out-name office31_lite0_t224 --backbone efficientnet_lite0 \
 #       --resize 256 --crop 224 --trunk
-# Usage: scripts/office31_departures.sh [JOBS]   (runs JOBS trainings side by side, 1 thread each; default 2)
+# Usage: [SEEDS="0 1 2"] scripts/office31_departures.sh [JOBS]   (JOBS trainings side by side, 1 thread each; default 2)
 # A finished run is skipped, an interrupted one resumes from its checkpoint (dmp train's own rule).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ JOBS=${1:-2}
 PY=${PY:-.venv/bin/python}
 OUT=results/office31_lite/departures
 jobs=()
-for seed in 0 1 2; do
+for seed in ${SEEDS:-0 1 2}; do
   for method in source_only dmp; do
     jobs+=("no_views dataset=office31_lite0_t128_noviews method=$method seed=$seed")
     jobs+=("head_frozen dataset=office31_lite0_t128 backbone_lr_mult=0 method=$method seed=$seed")
