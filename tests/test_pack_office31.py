@@ -1,0 +1,89 @@
+"""scripts/pack_office31.py on a generated Office-31 (tiny JPEGs of every domain and class, in both accepted layouts):
+the pack holds the same files and labels, every image at 256 x 256, and a dataset.yaml that the registry accepts,
+fetches, verifies and resolves to Office-31's preset. Everything is written under tmp_path."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from data_fixtures import isolated, tiny_image  # noqa: F401
+from scripts_module import load_script
+
+from dmp.config import resolve
+from dmp.data import registry, verify
+from dmp.data.load import open_rgb
+from dmp.data.spec import spec_from_yaml
+
+DOMAINS = ("amazon", "dslr", "webcam")
+PER_CLASS = 2
+
+
+def _office31(root: Path) -> None:
+    """Tiny JPEGs of every domain and class; amazon with the images/ level (the official archive), the others
+    without it (how other tools extract Office-31)."""
+    spec = registry.get_dataset("office31")
+    for n, d in enumerate(DOMAINS):
+        for label, cls in enumerate(spec.classes):
+            folder = root / d / ("images" if d == "amazon" else "") / cls
+            folder.mkdir(parents=True)
+            for i in range(PER_CLASS):
+                (folder / f"frame_{i + 1:04d}.jpg").write_bytes(tiny_image(1000 * n + 10 * label + i))
+
+
+@pytest.fixture
+def packed(isolated, tmp_path, monkeypatch):  # noqa: F811
+    src, out = tmp_path / "src", tmp_path / "decl" / "office31_256"
+    _office31(src)
+    script = load_script("pack_office31")
+    assert script.main(["--src", str(src), "--out", str(out), "--max-mib", "5"]) == 0
+    monkeypatch.setenv("DMP_DATASETS_DIR", str(out.parent))
+    monkeypatch.delenv("DMP_DATA_DIR")  # the pack's images under its own root: out/data
+    return src, out
+
+
+def test_pack_keeps_files_and_labels_at_256_px(packed):
+    src, out = packed
+    office31 = registry.get_dataset("office31")
+    spec = registry.get_dataset("office31_256")
+    assert spec.classes == office31.classes and spec.partial_classes == office31.partial_classes
+    assert [(d.name, d.short, d.count) for d in spec.domains] == [
+        (d.name, d.short, len(office31.classes) * PER_CLASS) for d in office31.domains]
+    for d in office31.domains:
+        original = sorted((rel.replace("/images/", "/"), label) for rel, label in verify.scan_domain(office31, d, src))
+        listed = registry.read_list(registry.list_file("office31_256", d.name, "full"))
+        assert sorted(listed) == original
+        partial = registry.read_list(registry.list_file("office31_256", d.name, "partial"))
+        assert sorted(partial) == [e for e in original if e[1] in office31.partial_classes]
+        for rel, _ in listed:
+            img = open_rgb(out / "data" / rel)
+            assert img.size == (256, 256)
+    # the pixels: the original after the pipeline's resize, up to the JPEG rounding
+    rel = listed[0][0]
+    first = np.asarray(open_rgb(src / rel).resize((256, 256), 2), dtype=float)  # 2 = PIL bilinear
+    assert np.abs(np.asarray(open_rgb(out / "data" / rel), dtype=float) - first).mean() < 8
+
+
+def test_pack_declaration_is_accepted_verified_and_gets_office31_preset(packed):
+    _, out = packed
+    text = (out / "dataset.yaml").read_text()
+    assert text.startswith("# packed by scripts/pack_office31.py")
+    spec = spec_from_yaml(out / "dataset.yaml")
+    assert spec.kind == "images" and spec.name == "office31_256"
+    meta = dict(spec.meta)
+    assert meta["packed_from"] == '"office31"' and meta["size"] == "256" and float(meta["pixel_mad"]) >= 0
+    counts = verify.verify("office31_256")  # the lock written by the pack's fetch holds
+    assert {d: sum(c.values()) for d, c in counts.items()} == {d: 31 * PER_CLASS for d in DOMAINS}
+    assert (out / "lock.json").is_file() and registry.dataset_version("office31_256")
+    base = dict(source="amazon", target="webcam", backbone="efficientnet_lite0")
+    a, b = resolve(dict(base, dataset="office31")), resolve(dict(base, dataset="office31_256"))
+    assert {k for k in a if a[k] != b[k]} == {"dataset"}  # benchmarks/gpu_office31.sh then passes no preset key
+
+
+def test_pack_refuses_a_folder_it_did_not_write(isolated, tmp_path):  # noqa: F811
+    src, out = tmp_path / "src", tmp_path / "decl" / "office31_256"
+    out.mkdir(parents=True)
+    (out / "mine.txt").write_text("keep")
+    with pytest.raises(SystemExit, match="not a pack"):
+        load_script("pack_office31").main(["--src", str(src), "--out", str(out), "--no-fetch"])
+    assert (out / "mine.txt").read_text() == "keep"
