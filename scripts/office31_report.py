@@ -68,10 +68,10 @@ def study_table(runs: pd.DataFrame, paper: pd.DataFrame) -> tuple[list[str], dic
         avg = complete[[t for t in TASKS if t in complete]].mean(axis=1) if len(complete.columns) == 6 else None
         avgs[method] = (per_task, avg)
         cells = [_fmt(per_task[t].dropna()) if t in per_task else "–" for t in TASKS]
-        lines.append(f"| {name} (ours) | " + " | ".join(cells) + f" | {_fmt(avg) if avg is not None else '–'} | "
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {_fmt(avg) if avg is not None else '–'} | "
                      f"{part['seed'].nunique()} |")
         if method in paper.index:
-            lines.append(f"| {name} (paper, ResNet-50, reported) | " + " | ".join(
+            lines.append(f"| {name}, paper (ResNet-50, reported) | " + " | ".join(
                 f"{paper.loc[method, t]:.1f}" for t in TASKS) + f" | {paper.loc[method, 'Avg']:.1f} | |")
     return lines, avgs
 
@@ -129,7 +129,9 @@ def section() -> list[str]:
              "BatchNorm) is fine-tuned on it; the departures and their measured effect are below the tables.", "",
              f"Dataset `{', '.join(runs['dataset'].unique())}` version {', '.join(runs['version'].unique())}; "
              f"weights sha256 {', '.join(w[:12] for w in runs['weights'].unique())}; commits "
-             f"{', '.join(sorted(runs['commit'].unique()))}; {len(runs)} runs.", ""]
+             f"{', '.join(sorted(runs['commit'].unique()))}; {len(runs)} runs, {runs['seed'].nunique()} seeds. "
+             "Rows without \"paper\" are ours: mean ± sample std over the seeds; Avg = the mean over the 6 tasks "
+             "per seed, then mean ± std.", ""]
     lines += table + [""]
     gains = gain_table(avgs, paper)
     if gains:

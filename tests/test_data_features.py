@@ -14,17 +14,22 @@ from dmp.data import cli, registry, splits
 torch = pytest.importorskip("torch")
 
 
-def test_extract_features_from_demo(isolated, monkeypatch):
-    from dmp.data.demo import generate
-
+def _small_demo(isolated, monkeypatch, per_class: int):
+    """The demo dataset generated with ``per_class`` images per class into the isolated copy, with its full lists."""
     import dataclasses
+
+    from dmp.data.demo import generate
 
     monkeypatch.delenv("DMP_DATA_DIR")
     demo = registry.get_dataset("demo")
-    isolated.use(dataclasses.replace(demo, images_per_class=3, domains=tuple(
-        dataclasses.replace(d, count=30) for d in demo.domains)))
-    generate(registry.data_root("demo"), per_class=3, progress=False)
+    isolated.use(dataclasses.replace(demo, images_per_class=per_class, domains=tuple(
+        dataclasses.replace(d, count=10 * per_class) for d in demo.domains)))
+    generate(registry.data_root("demo"), per_class=per_class, progress=False)
     splits.prepare("demo", ["full"])
+
+
+def test_extract_features_from_demo(isolated, monkeypatch):
+    _small_demo(isolated, monkeypatch, 3)
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten())
     weights = isolated.path / "tiny.pt"
@@ -84,21 +89,13 @@ def test_trunk_views_feed_the_head_and_the_preset_of_their_dataset(isolated, mon
     from (image, view); a training draw takes view ``seed mod V``, the no-grad passes X; the runs on it get the
     preset of the dataset the images came from, with the head of that trunk."""
     pytest.importorskip("timm")
-    import dataclasses
-
     from dmp.config import _preset
-    from dmp.data.demo import generate
     from dmp.data.features import _Views
     from dmp.data.inputs import ImageListDataset, TensorDataset, image_transforms
     from dmp.models import build_backbone
     from dmp.models.efficientnet import trunk
 
-    monkeypatch.delenv("DMP_DATA_DIR")
-    demo = registry.get_dataset("demo")
-    isolated.use(dataclasses.replace(demo, images_per_class=1, domains=tuple(
-        dataclasses.replace(d, count=10) for d in demo.domains)))
-    generate(registry.data_root("demo"), per_class=1, progress=False)
-    splits.prepare("demo", ["full"])
+    _small_demo(isolated, monkeypatch, 1)
     parser = argparse.ArgumentParser()
     cli.add_subparsers(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["data", "extract-features", "demo", "--out-name", "demo_trunk", "--backbone",
