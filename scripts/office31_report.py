@@ -119,8 +119,9 @@ def section() -> list[str]:
     dep = _runs("departures/*/*/*/seed*/metrics.json")
     paper = _reported()
     table, avgs = study_table(runs, paper)
-    lines = ["## Office-31, real images, an ImageNet-pretrained backbone fine-tuned (config/office31_lite.yaml)", "",
-             "The paper's own tasks on the 4,110 real Office-31 images, run through the suite (`snakemake --cores 2 "
+    lines = ["## Office-31, real images, EfficientNet-Lite0 head fine-tuned", "",
+             "The paper's own tasks on the 4,110 real Office-31 images with an ImageNet-pretrained backbone, run "
+             "through the suite (config/office31_lite.yaml: `snakemake --cores 2 "
              "all_tables --configfile config/office31_lite.yaml`; tables in `results/office31_lite/tables/`): "
              "EfficientNet-Lite0 with its ImageNet weights, Office-31's preset for every task and method (Adam 2e-4, "
              "batch 50, lambda1 10, lambda2 5e3, 40 epochs of the source, the intra-class term from epoch 15, anchors "

@@ -51,7 +51,7 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
                               f"that dataset first")
     env = os.environ.get("DMP_DATA_DIR")
     out_root = Path(env).expanduser().resolve() / out_name if env else registry.dataset_dir(out_name) / "data"
-    model, dim = build_backbone(backbone, pretrained=pretrained, weights_path=weights_path)
+    model, _ = build_backbone(backbone, pretrained=pretrained, weights_path=weights_path)
     weights_file = model.weights_file
     head = f"{backbone}_top"
     if (trunk or views) and head not in BACKBONES:
@@ -84,7 +84,7 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
         domains.append({"name": d.name, "short": d.short, "file": f"{d.name}.npz", "count": len(ds),
                         "x_key": "X", "y_key": "y", **({"views_key": "X_views"} if views else {})})
     meta = {"source_dataset": name, "source_version": registry.dataset_version(name), "split": split,
-            "backbone": backbone, "feature_dim": int(dim), "pretrained": bool(pretrained),
+            "backbone": backbone, "feature_dim": int(x.shape[1]), "pretrained": bool(pretrained),
             "weights_path": weights_path, "weights_file": str(weights_file) if weights_file else None,
             "weights_sha256": sha256_file(weights_file) if weights_file else None,
             "transform": repr(transform), "torch": str(torch.__version__), "trunk": bool(trunk or views),
