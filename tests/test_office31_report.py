@@ -41,9 +41,9 @@ def test_gains_and_departures_are_computed_from_the_runs(tmp_path, monkeypatch):
     paper = next(line for line in text.splitlines() if line.startswith("| DMP, paper"))
     assert paper.endswith("| 93.0 | 99.0 | 100.0 | 91.0 | 71.4 | 70.2 | 87.4 | |")
     dep = next(line for line in text.splitlines() if line.startswith("| no augmentation"))
-    assert dep.endswith("| 40.0 | 47.5 | 7.5 | 1 |")
+    assert dep.endswith("| 40.0 | 47.5 | 7.5 | -3.5 | 1 |")          # the study's A->W gain: 11.0
     study = next(line for line in text.splitlines() if line.startswith("| the study's form"))
-    assert study.endswith("| 50.5 ± 0.7 | 61.5 ± 2.1 | 11.0 ± 1.4 | 2 |")   # A->W: SO 50, 51; DMP 60, 63
+    assert study.endswith("| 50.5 ± 0.7 | 61.5 ± 2.1 | 11.0 ± 1.4 |  | 2 |")   # A->W: SO 50, 51; DMP 60, 63
 
 
 def test_no_runs_no_section(tmp_path, monkeypatch):
