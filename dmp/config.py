@@ -15,13 +15,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 from typing import Any, Callable
 
 import yaml
 
 from .manifolds import LE_EPS
 from .models.backbones import BACKBONES
+from .models.external import PATTERN as OWN_BACKBONE
 from .manifolds import METRICS as _METRIC_FUNCTIONS
 
 # The training methods are the registry's (dmp/methods/: one module each, with its own method-scoped keys); this
@@ -174,8 +174,7 @@ PARAMS: dict[str, Param] = {
     # --- model ------------------------------------------------------------------------------
     "backbone": Param("resnet50", "backbone registry name (dmp/models/backbones.py), or timm:<model> / "
                       "torchvision:<model> with weights_path (your own architecture)",
-                      check=lambda v: v in tuple(BACKBONES) or (isinstance(v, str) and re.fullmatch(
-                          r"(timm|torchvision):[A-Za-z0-9_.]+", v) is not None),
+                      check=lambda v: v in BACKBONES or (isinstance(v, str) and OWN_BACKBONE.fullmatch(v) is not None),
                       expect="one of " + ", ".join(tuple(BACKBONES)) + ", timm:<model> or torchvision:<model>",
                       choices=tuple(BACKBONES)),
     "pretrained": Param(True, "load ImageNet weights for the backbone (never silently random)",

@@ -109,10 +109,12 @@ def test_trunk_views_feed_the_head_and_the_preset_of_their_dataset(isolated, mon
     net = trunk(build_backbone("efficientnet_lite0", pretrained=False)[0]).eval()
     images = ImageListDataset(registry.data_root("demo"), registry.list_file("demo", "noisy"),
                               image_transforms(False, 40, 32))
-    stack, _ = _Views(images, image_transforms(True, 40, 32), 2)[3]
+    stack, _ = _Views(images, image_transforms(False, 40, 32), image_transforms(True, 40, 32), 2)[3]
     with torch.no_grad():
         ref = net(stack).flatten(1).numpy()
-    assert np.allclose(x[3], ref[0], atol=1e-5) and np.allclose(views[3], ref[1:], atol=1e-5)
+        centre = net(images[3][0][None]).flatten(1).numpy()[0]    # the image pipeline's own decode and crop
+    assert np.allclose(x[3], centre, atol=1e-5) and np.allclose(stack[0], images[3][0])
+    assert np.allclose(views[3], ref[1:], atol=1e-5)
     assert not np.allclose(views[3, 0], views[3, 1])          # two different crops
     ds = TensorDataset(x, np.zeros(10), views=views)
     got, _ = ds.batch([3, 3, 4], [7, 10, 10])                   # seeds 7, 10 -> views 1, 0, 0

@@ -33,7 +33,7 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     from tqdm import tqdm
 
     from ..models import efficientnet
-    from ..models.backbones import BACKBONES, build_backbone
+    from ..models.backbones import build_backbone
     from .inputs import ImageListDataset, image_transforms
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", out_name) or ".." in out_name:
@@ -54,9 +54,9 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     model, _ = build_backbone(backbone, pretrained=pretrained, weights_path=weights_path)
     weights_file = model.weights_file
     head = f"{backbone}_top"
-    if (trunk or views) and head not in BACKBONES:
+    if (trunk or views) and head not in efficientnet.TOPS:
         raise ValueError(f"--trunk / --views: backbone {backbone} has no head that reads its trunk (those that do: "
-                         f"{', '.join(b[:-4] for b in BACKBONES if b.endswith('_top'))})")
+                         f"{', '.join(t[:-len('_top')] for t in efficientnet.TOPS)})")
     if trunk or views:
         model = efficientnet.trunk(model)
     model = model.to(device).eval()
@@ -69,7 +69,7 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
                               num_classes=len(spec.classes))
         feats, extra = [], []
         with torch.no_grad():
-            for x, _ in tqdm(DataLoader(_Views(ds, train_tf, views), batch_size=batch_size), unit="batch",
+            for x, _ in tqdm(DataLoader(_Views(ds, transform, train_tf, views), batch_size=batch_size), unit="batch",
                              desc=f"features {d.name}" + (f" (+{views} views)" if views else ""),
                              disable=not progress):
                 out = model(x.flatten(0, 1).to(device)).flatten(1).cpu().numpy().astype(np.float32)
@@ -99,11 +99,11 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
 
 
 class _Views:
-    """Image ``i`` of ``images`` (an ImageListDataset with the test transform) as ``[1 + V, C, H, W]``: the test
-    view, then V draws of ``train_tf`` seeded by ``(i, view)`` (the same views on every machine and rerun)."""
+    """Image ``i`` of ``images`` (an ImageListDataset), decoded once, as ``[1 + V, C, H, W]``: ``test_tf`` of it,
+    then V draws of ``train_tf`` seeded by ``(i, view)`` (the same views on every machine and rerun)."""
 
-    def __init__(self, images, train_tf, views: int):
-        self.images, self.train_tf, self.views = images, train_tf, int(views)
+    def __init__(self, images, test_tf, train_tf, views: int):
+        self.images, self.test_tf, self.train_tf, self.views = images, test_tf, train_tf, int(views)
 
     def __len__(self):
         return len(self.images)
@@ -111,11 +111,10 @@ class _Views:
     def __getitem__(self, i):
         import torch
 
-        from .load import open_rgb
-        x, y = self.images[i]
+        img, y = self.images._load(i), self.images.labels[i]   # decoded once (unreadable: the file in one line)
+        x = self.test_tf(img)
         if not self.views:
             return x[None], y
-        img = open_rgb(self.images.root / self.images.paths[i])
         state = torch.get_rng_state()
         try:
             drawn = []

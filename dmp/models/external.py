@@ -52,7 +52,7 @@ def build(name: str, pretrained: bool = True, weights_path: str | None = None, *
         out_dim = model.num_features
         cfg = getattr(model, "pretrained_cfg", {}) or {}
         if path is not None:
-            _say(load_weights(model, path, name, classifier=model.default_cfg.get("classifier", "classifier")))
+            _say(load_weights(model, path, name, classifier=cfg.get("classifier", "classifier")))
         module = nn.Sequential(Rescale(cfg.get("mean", IMAGENET_MEAN), cfg.get("std", IMAGENET_STD)),
                                model)
     else:
