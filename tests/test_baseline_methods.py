@@ -45,7 +45,7 @@ def _read_log(path):
         return list(csv.DictReader(fh))
 
 
-def _ctx(method, dims=(8, 5), classes=4, n=6, progress=0.3, mean_prediction=None, seed=0):
+def _ctx(method, dims=(8, 5), classes=4, n=6, progress=0.3, mean_prediction=None, seed=0, iteration=3):
     """A StepContext on random tensors, with the method's modules built (and put in eval mode: no dropout)."""
     g = torch.Generator().manual_seed(seed)
     cfg = resolve(small_cfg(method=method, bottleneck_dims=list(dims)))
@@ -57,7 +57,7 @@ def _ctx(method, dims=(8, 5), classes=4, n=6, progress=0.3, mean_prediction=None
     feats_t = [torch.randn(n, d, generator=g, requires_grad=True) for d in dims]
     logits_s, logits_t = torch.randn(n, classes, generator=g), torch.randn(n, classes, generator=g)
     y_s = torch.tensor([0, 0, 0, 1, 2, 3][:n])
-    return m, StepContext(cfg=cfg, iteration=3, progress=progress, sched={}, num_classes=classes,
+    return m, StepContext(cfg=cfg, iteration=iteration, progress=progress, sched={"anchor_period": 2}, num_classes=classes,
                           device=torch.device("cpu"), feats_s=feats_s, logits_s=logits_s, y_s=y_s, feats_t=feats_t,
                           logits_t=logits_t, p_t=torch.softmax(logits_t, 1), mean_prediction=mean_prediction,
                           modules=mods)
@@ -177,6 +177,10 @@ def test_pada_weights_the_source_ce_and_the_source_side_of_the_domain_loss():
     # before the first refresh: uniform weights, PADA is DANN
     m, ctx = _ctx("pada")
     assert _v(m.losses(ctx)["ce_weighted"]) == pytest.approx(ce.mean(), rel=1e-5)
+    # the refresh at iteration 0 (an untrained classifier) is not used: uniform until iteration anchor_period (2)
+    for iteration, expected in ((0, ce.mean()), (1, ce.mean()), (2, (gamma * ce).mean())):
+        m, ctx = _ctx("pada", mean_prediction=mean_prediction, iteration=iteration)
+        assert _v(m.losses(ctx)["ce_weighted"]) == pytest.approx(expected, rel=1e-5)
 
 
 def test_iwan_terms_against_numpy_and_where_their_gradients_go():

@@ -1,9 +1,12 @@
 """PADA (Cao, Ma, Long, Wang, "Partial Adversarial Domain Adaptation", ECCV 2018).
 
 Class weights ``gamma = mean target softmax over the target set / its max``, refreshed with the loop's periodic
-target pass (``mean_prediction``; uniform ones until the first refresh), weight the source cross-entropy and the
+target pass (``mean_prediction``), weight the source cross-entropy and the
 source rows of DANN's domain loss:
 ``L = (1/n_s) sum_i gamma_{y_i} CE_i + dann_trade_off * L_d(gamma_{y_i} on the source rows, 1 on the target rows)``.
+The weights stay uniform until the first periodic refresh (iteration ``anchor_period``): the refresh at iteration 0
+reads an untrained classifier, and the official code (train_pada.py) keeps ``class_weight`` at ones until its first
+refresh, at iteration 500.
 Every choice and its source: docs/method.md, "Comparison methods".
 """
 from __future__ import annotations
@@ -32,7 +35,7 @@ class PADA(DANN):
 
     @staticmethod
     def class_weights(ctx: StepContext) -> torch.Tensor:
-        if ctx.mean_prediction is None:
+        if ctx.mean_prediction is None or ctx.iteration < ctx.sched["anchor_period"]:
             return torch.ones(ctx.num_classes, device=ctx.device)
         return losses.pada_class_weights(ctx.mean_prediction).to(ctx.device)
 
