@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -554,6 +555,12 @@ def _prepare(run_dir: Path, signature: str) -> bool:
     old = stamp.read_text().strip() if stamp.exists() else None
     removed = False
     foreign = (run_dir / STALE_MARK).exists()  # a metrics.json of another run (Suite.stale_marks): start afresh
+    if old != signature and not foreign and (run_dir / "metrics.json").exists():
+        # Snakemake removes a job's metrics.json (its output) before it reruns the job: one still here is a finished
+        # run that no train job is about to replace
+        raise ValueError(f"{run_dir / 'metrics.json'} is a finished run (signature {old or 'unrecorded'}, not "
+                         f"{signature}): prepare clears unfinished runs only; to retrain it, move its metrics.json "
+                         f"away first")
     if old != signature or foreign:
         for name in STALE_FILES + (("config.yaml", STALE_MARK) if foreign else ()):
             if (run_dir / name).exists():
@@ -604,7 +611,8 @@ def add_subparsers(sub) -> None:
                            "says where the time of a finished suite went.")
     suite.set_defaults(func=_run)
     sub = suite.add_subparsers(dest="suite_command", required=True, metavar="COMMAND")
-    p = sub.add_parser("prepare", help="drop a stale checkpoint from a run folder before (re)starting the trainer")
+    p = sub.add_parser("prepare", help="drop a stale checkpoint from an unfinished run's folder before (re)starting "
+                                       "the trainer (a finished run is refused)")
     p.add_argument("run_dir", help="the run's folder")
     p.add_argument("signature", help="the run's code and arguments signature (the train rule's)")
     p = sub.add_parser("timing", help="summarise where the time of the finished train jobs went")
@@ -619,6 +627,8 @@ def main(argv=None):
 def _run(args):
     if args.suite_command == "timing":
         print(timing(args.results))
+    elif not re.fullmatch(r"[0-9a-f]{16}", args.signature):
+        raise ValueError(f"signature {args.signature!r}: expected the train rule's 16 hex digits (Suite.signature)")
     elif prepare(args.run_dir, args.signature):
         print(f"{args.run_dir}: removed files of a run with other code/arguments (signature {args.signature})",
               file=sys.stderr)

@@ -130,6 +130,10 @@ def _dump(doc: dict) -> str:
 def write(names=None) -> list[Path]:
     """(Re)write the declaration files of ``names`` (default: :func:`declared`) and ``datasets/dvc_stages.yaml``
     where they changed."""
+    refused = {n: why for n, why in _user_images().items() if why and n in (names or ())}
+    if refused:  # named on the command line: nothing is written for it, nor for the others
+        name = next(iter(refused))
+        raise ValueError(f"{name}: no declaration files in this repository: {refused[name]}")
     written = []
     files = [render(name) for name in names or declared()] + [{registry.DATASETS_DIR / STAGES_FILE: render_stages()}]
     for rendered in files:

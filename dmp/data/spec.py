@@ -216,6 +216,9 @@ def _spec(raw, path: Path) -> DatasetSpec:
         if not isinstance(d, dict) or "name" not in d:
             raise ValueError(f"key 'domains[{i}]' must be a mapping with a name, got {d!r}")
         _check_keys(d, _DOMAIN_KEYS[kind], f"domains[{i}].", kind)
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", str(d["name"])):  # it names list files and cache files
+            raise ValueError(f"key 'domains[{i}].name' must be letters, digits, '_', '-' and '.' (not first), got "
+                             f"{d['name']!r}: it names the domain's list files")
     classes = _names(raw["classes"], "classes") if raw.get("classes") is not None or kind != "images" else ()
     if len(set(classes)) != len(classes):
         twice = sorted(c for c in set(classes) if classes.count(c) > 1)
