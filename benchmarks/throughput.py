@@ -379,7 +379,7 @@ def main(argv=None):
         gen_s = time.perf_counter() - t0
         cache_s = None
         if args.input_cache:  # the cache of each domain's images, then its crops as the trainer reads them
-            from dmp.config import resolve_workers
+            from dmp.params import resolve_workers
             from dmp.data.cache import write_pixels
             from dmp.data.registry import read_list
             t0, held = time.perf_counter(), {}

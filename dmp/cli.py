@@ -8,6 +8,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import suite
+from .commands import DEBUG_HELP, dispatch, finish
+from .data import cli as data_cli
+from .figures import cli as figures_cli
+from .tables import cli as tables_cli
+
 
 def user_config(args) -> dict:
     """The run config of the command line: ``--config`` YAML, then ``key=value`` overrides; ``source``/``target``
@@ -84,37 +90,7 @@ def _pretrain_demo(args):
           f"{info['train_accuracy']:.1f} %)")
 
 
-class PlainHelp(argparse.HelpFormatter):
-    """Help as plain terminal text: the docstrings' reST literals (double backquotes) are shown as `x`."""
-
-    def _format_text(self, text):
-        return super()._format_text(text.replace("``", "`"))
-
-    def _expand_help(self, action):
-        return super()._expand_help(action).replace("``", "`")
-
-
-DEBUG_HELP = "on an error, show the traceback instead of one line"
-
-
-def _finish(parser: argparse.ArgumentParser, top: bool = True) -> None:
-    """Give every (sub)command the plain help formatter and the one --debug option: accepted before or after any
-    command name (`dmp --debug tables build ...` = `dmp tables build ... --debug`)."""
-    parser.formatter_class = PlainHelp
-    if not top:
-        parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child in dict.fromkeys(action.choices.values()):
-                _finish(child, top=False)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    from .data import cli as data_cli
-    from .figures import cli as figures_cli
-    from .tables import cli as tables_cli
-    from . import suite
-
     parser = argparse.ArgumentParser(prog="dmp", description=__doc__)
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -141,67 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_pretrain_demo)
     for module in (data_cli, tables_cli, figures_cli, suite):
         module.add_subparsers(sub)
-    _finish(parser)
+    finish(parser)
     return parser
 
 
-def error_message(exc: BaseException) -> str:
-    """One line saying what went wrong.  Errors the package raises on purpose (bad config, missing data, corrupt
-    checkpoint: ValueError, KeyError) and the system's (OSError: missing file, disk full, read-only folder) are
-    their message; anything else (a bug, a library's failure) is prefixed with its type."""
-    import yaml
-
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
-        where = [(exc.context, exc.context_mark), (exc.problem, exc.problem_mark)]
-        text = f"{exc.problem_mark.name}: malformed YAML: " + ": ".join(
-            f"{what} (line {mark.line + 1}, column {mark.column + 1})" for what, mark in where if what and mark)
-    elif isinstance(exc, OSError) and exc.strerror:
-        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
-    elif isinstance(exc, KeyError) and exc.args:
-        text = str(exc.args[0])
-    elif isinstance(exc, (ValueError, OSError, yaml.YAMLError)):
-        text = str(exc)
-    else:
-        text = f"{type(exc).__name__}: {exc}"
-        cause = exc.__cause__ or exc.__context__
-        while cause is not None and not (isinstance(cause, OSError) and cause.strerror):
-            cause = cause.__cause__ or cause.__context__
-        if cause is not None:  # e.g. torch.save on a full disk: RuntimeError raised while handling ENOSPC
-            text = f"{error_message(cause)} ({text})"
-    return " ".join(text.split()) or type(exc).__name__
-
-
-def run_command(func, args, debug: bool = False):
-    """``sys.exit(func(args))``; an exception becomes ``error: <one line>`` and exit status 2 (the traceback only
-    with ``debug``)."""
-    try:
-        code = func(args)
-    except Exception as exc:
-        if debug:
-            raise
-        print(f"error: {error_message(exc)}", file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        if debug:
-            raise
-        print("error: interrupted", file=sys.stderr)
-        sys.exit(130)
-    sys.exit(code or 0)
-
-
-def main(argv=None, command: tuple[str, ...] = ()):
-    """`dmp ARGV`; `command` prefixes ARGV (`python -m dmp.tables ARGV` is `main(ARGV, ("tables",))`)."""
-    if argv is None:
-        argv = sys.argv[1:]
-    argv = [*command, *argv]
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    bad = [e for e in extra if "=" not in e or e.startswith("-")]
-    if bad or (extra and not hasattr(args, "overrides")):
-        parser.error(f"unrecognized arguments: {' '.join(bad or extra)}")
-    if extra:
-        args.overrides = list(args.overrides) + extra
-    run_command(args.func, args, args.debug)
+def main(argv=None):
+    """`dmp ARGV`."""
+    dispatch(build_parser(), sys.argv[1:] if argv is None else list(argv))
 
 
 if __name__ == "__main__":

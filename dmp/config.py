@@ -12,36 +12,23 @@ A run config is built in three layers (later wins):
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
+from . import methods
+from .data.registry import get_dataset
 from .manifolds import LE_EPS
+from .manifolds import METRICS as _METRIC_FUNCTIONS
 from .models.backbones import BACKBONES
 from .models.external import PATTERN as OWN_BACKBONE
-from .manifolds import METRICS as _METRIC_FUNCTIONS
+from .params import INPUT_PARAMS, ConfigError, Param, _choice, _int_ge0, _nonneg, _pos_int
 
-# The training methods are the registry's (dmp/methods/: one module each, with its own method-scoped keys); this
-# module imports it lazily (the methods' modules import Param from here).
+# The training methods are the registry's (dmp/methods/: one module each, declaring its own method-scoped keys).
 METRICS = tuple(_METRIC_FUNCTIONS)
 SETTINGS = ("vanilla", "partial")
-
-
-@dataclasses.dataclass(frozen=True)
-class Param:
-    default: Any
-    help: str
-    check: Callable[[Any], bool] | None = None
-    expect: str = ""
-    source: str = ""  # a method-scoped key's default: the sentence / table of its own paper or code it rests on
-    choices: tuple = ()  # the values of a key with a fixed set of them (:func:`_choice`)
-
-
-def _choice(*values):
-    return dict(check=lambda v: v in values, expect="one of " + ", ".join(map(str, values)), choices=values)
 
 
 _WORDS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
@@ -57,22 +44,6 @@ def spelled(param: Param, value):
     if isinstance(value, str) and isinstance(param.default, bool) and value.lower() in _WORDS:
         return _WORDS[value.lower()]
     return value
-
-
-def _nonneg():
-    return dict(check=lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf,
-                expect="a finite number >= 0")
-
-
-def _pos_int(allow_none=False):
-    def check(v):
-        return (allow_none and v is None) or (isinstance(v, int) and not isinstance(v, bool) and v > 0)
-    return dict(check=check, expect="a positive integer" + (" or null" if allow_none else ""))
-
-
-def _int_ge0():
-    return dict(check=lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-                expect="an integer >= 0")
 
 
 def _unit(upper_open: bool):
@@ -214,12 +185,7 @@ PARAMS: dict[str, Param] = {
     "iterations": Param(None, "T_max in iterations, overriding epochs (short runs, tests); null = epochs x "
                         "iterations per epoch", **_pos_int(allow_none=True)),
     # --- data / execution -------------------------------------------------------------------
-    "resize": Param(256, "image resize (train and test)", **_pos_int()),
-    "crop": Param(224, "image crop (random at train, centre at test)", **_pos_int()),
-    "input_cache": Param(False, "on: read images from the input cache (python -m dmp data cache DATASET --resize "
-                         "RESIZE: each image decoded and resized once, uint8, 196 KB per image at 256 px on disk), "
-                         "crop/flip/normalise whole batches on the training device; the same batches as off",
-                         **_choice(True, False)),
+    **INPUT_PARAMS,
     "num_workers": Param("auto", "DataLoader workers per image stream (a DMP run has two); auto = min(8, usable "
                          "cores - 1), 0 for data held in memory (docs/benchmarks.md)",
                          check=lambda v: v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
@@ -304,7 +270,6 @@ def _preset(dataset, setting) -> dict[str, Any]:
         return PRESETS[(dataset, setting)]
     if not isinstance(dataset, str):
         return {}
-    from .data.registry import get_dataset
     try:
         spec = get_dataset(dataset)
     except (KeyError, ValueError, OSError):
@@ -319,10 +284,6 @@ def _preset(dataset, setting) -> dict[str, Any]:
         return {**{k: v for k, v in PRESETS[(meta["source_dataset"], setting)].items() if k not in ("resize", "crop")},
                 "backbone": meta["reads_it"], "pretrained": True}
     return KIND_PRESETS.get(spec.kind, {})
-
-
-class ConfigError(ValueError):
-    """A bad run configuration, raised before any training starts."""
 
 
 def defaults() -> dict[str, Any]:
@@ -388,8 +349,6 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
 
     The config holds the keys of :data:`PARAMS` and the method-scoped keys of the run's method (its own and those
     it ``uses``, dmp/methods/); a key of another method is refused, naming the methods it belongs to."""
-    from . import methods
-
     method = methods.get(_coerce(user.get("method", PARAMS["method"].default)))
     scoped = methods.scoped_params(method.name)
     scope = {**PARAMS, **scoped}
@@ -430,19 +389,6 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"config key 'weights_path' = {short_repr(cfg['weights_path'])}: the identity backbone "
                           "(feature vectors) has no weights to load; drop weights_path or choose a CNN backbone")
     return cfg
-
-
-def resolve_workers(value) -> int:
-    """The DataLoader worker count of config ``num_workers``: an integer as is; ``auto`` = min(8, usable cores - 1),
-    the usable cores being the CPUs this process may run on (a SLURM job's allocation, a taskset)."""
-    if value != "auto":
-        return int(value)
-    import os
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(0, min(8, cores - 1))
 
 
 # The most values a YAML document may expand to through its aliases (``*name``): a few hundred bytes of nested
@@ -504,8 +450,6 @@ def load_yaml(path) -> dict[str, Any]:
 def describe() -> str:
     """Human-readable table of every parameter, its default and its meaning; then each registered method (label,
     paper) with its own keys and the source of each default."""
-    from . import methods
-
     declared = methods.declared_params()
     width = max(map(len, [*PARAMS, *declared]))
     lines = [f"{k:<{width}}  {p.default!r:<14}  {p.help}" for k, p in PARAMS.items()]
@@ -532,8 +476,6 @@ def check_values(values: dict[str, Any], where: str) -> None:
     ``train:`` or an ``overrides[i].set``), key by key against :data:`PARAMS`; errors name ``<where>.<key>``."""
     if not isinstance(values, dict):
         raise ConfigError(f"{where} must be a mapping of key: value, got {short_repr(values)}")
-    from . import methods
-
     declared = methods.declared_params()
     for key, value in values.items():
         if key not in PARAMS and key not in declared:

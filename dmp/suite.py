@@ -22,10 +22,12 @@ from pathlib import Path
 
 import yaml
 
+from .commands import command_main
+
 TABLES = ("vanilla", "partial", "manifold_ablation", "sample_size", "time", "interpolation")
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Code that does not change a training result: editing it must not rerun the (expensive) training jobs.
-NOT_TRAINING_CODE = ("tables", "figures", "suite.py")
+NOT_TRAINING_CODE = ("tables", "figures", "suite.py", "metrics.py")
 
 
 def task_slug(task: str) -> str:
@@ -431,7 +433,7 @@ class Suite:
     def expected_config(self, run: Run) -> dict:
         """The whole config ``python -m dmp train`` resolves for ``run`` (seed set) from :meth:`train_args`: every
         key that changes a result. A table or figure uses a metrics.json only if its recorded config is this one
-        (:func:`dmp.tables.aggregate.read_metrics`; the runtime keys aside)."""
+        (:func:`dmp.metrics.read_metrics`; the runtime keys aside)."""
         if run not in self._expected:
             from .config import parse_overrides, resolve
             self._expected[run] = resolve(parse_overrides(self.train_args(run)))
@@ -440,7 +442,7 @@ class Suite:
     def unjustified(self, run: Run) -> str | None:
         """Why the metrics.json in ``run``'s folder is no result of ``run`` (another config, unfinished, damaged,
         impossible values: what the tables would footnote), None if it is one or there is none yet."""
-        from .tables.aggregate import read_metrics
+        from .metrics import read_metrics
 
         path = run.metrics_path(self.results)
         return read_metrics(path, self.expected_config(run), ())[1] if os.path.exists(path) else None
@@ -620,8 +622,8 @@ def add_subparsers(sub) -> None:
 
 
 def main(argv=None):
-    from .cli import main as dmp_main
-    dmp_main(argv, ("suite",))
+    """``python -m dmp.suite ARGV``: the same as ``dmp suite ARGV``."""
+    command_main("suite", add_subparsers, argv)
 
 
 def _run(args):

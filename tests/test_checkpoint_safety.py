@@ -105,7 +105,7 @@ def test_leftover_temporary_files_are_removed_when_a_run_resumes(tmp_path):
 ])
 def test_a_corrupt_or_foreign_run_file_gives_one_line_naming_it(tmp_path, name, damage, says):
     """What a run folder holds is read before any work: a damaged file is named, with what to do, and left as is."""
-    from dmp.cli import error_message
+    from dmp.commands import error_message
 
     interrupted_run(tmp_path)
     (tmp_path / "metrics.json").write_text("{}")  # (a file of each kind in the folder)

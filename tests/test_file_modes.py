@@ -52,7 +52,7 @@ def full_disk(monkeypatch):
 
 @pytest.mark.parametrize("what", ["text", "checkpoint"])
 def test_a_full_disk_says_so_and_names_the_file(tmp_path, full_disk, what):
-    from dmp.cli import error_message
+    from dmp.commands import error_message
 
     path = tmp_path / ("metrics.json" if what == "text" else "checkpoint.pt")
     with pytest.raises(OSError) as err:
@@ -67,7 +67,7 @@ def test_a_full_disk_says_so_and_names_the_file(tmp_path, full_disk, what):
 
 def test_a_full_disk_names_the_log_a_run_appends_to(tmp_path):
     """log.csv is appended to, not written atomically: its writer names it too (dmp/train/trainer.py _append_log)."""
-    from dmp.cli import error_message
+    from dmp.commands import error_message
     from dmp.io import write_errors_named
 
     if not os.path.exists("/dev/full"):

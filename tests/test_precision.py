@@ -12,7 +12,8 @@ from PIL import Image
 
 import dmp.train.trainer as trainer_mod
 import dmp.methods.dmp as dmp_method
-from dmp.config import ConfigError, resolve, resolve_workers
+from dmp.config import ConfigError, resolve
+from dmp.params import resolve_workers
 from dmp.data.inputs import ImageListDataset, Task, TensorDataset, image_transforms
 from dmp.train import train
 from dmp.train.trainer import Trainer, seed_everything

@@ -144,7 +144,7 @@ def main(args) -> int:
                 splits.prepare("demo", root=root)
             print(f"demo: generated in {root}")
         elif cmd == "cache":
-            from ..config import resolve_workers
+            from ..params import resolve_workers
             from .cache import build
 
             spec = registry.get_dataset(args.name)

@@ -316,7 +316,7 @@ def build_task(cfg) -> Task:
         return Task(images("source_train", train_tf), images("source_train", test_tf),
                     images("target_train", train_tf), images("target_eval", test_tf), classes, 3, None, version,
                     scores)
-    from ..config import PARAMS
+    from ..params import INPUT_PARAMS as PARAMS
     for key in ("resize", "crop", "input_cache"):  # the image pipeline's keys do nothing here: refused, never ignored
         if cfg[key] != PARAMS[key].default:
             raise ValueError(f"config key {key!r} = {cfg[key]}: dataset {spec.name} is of kind {spec.kind!r}, read at "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dmp.commands import command_main
 from dmp.io import atomic_write, write_text
 from dmp.tables.cli import load_config
 
@@ -113,6 +114,4 @@ def add_subparsers(sub) -> None:
 
 def main(argv=None):
     """``python -m dmp.figures ARGV``: the same as ``dmp figures ARGV``."""
-    from dmp.cli import main as dmp_main
-
-    dmp_main(argv, ("figures",))
+    command_main("figures", add_subparsers, argv)

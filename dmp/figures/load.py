@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dmp.metrics import read_metrics
 from dmp.suite import RUN_KEYS, Run, variant_values
-from dmp.tables.aggregate import read_metrics
 
 
 def rel(run: Run) -> str:

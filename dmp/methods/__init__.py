@@ -1,6 +1,6 @@
 """The method registry: every training method is one module of this package (interface: :mod:`dmp.methods.base`).
 
-``get(name)`` returns the registered method (an unknown name raises :class:`dmp.config.ConfigError` with the closest
+``get(name)`` returns the registered method (an unknown name raises :class:`dmp.params.ConfigError` with the closest
 names), ``names()`` lists them in registration order, ``label(name)`` is how tables and figures print one. Every
 module of the package is imported here: ``source_only`` and ``dmp`` first, the others in alphabetical order, so a
 new method is one new module (plus its reference test) and nothing else.
@@ -11,7 +11,7 @@ import difflib
 import importlib
 import pkgutil
 
-from ..config import ConfigError
+from ..params import ConfigError
 from .base import Method, Needs, Param, StepContext
 
 __all__ = ["Method", "Needs", "Param", "StepContext", "get", "label", "names", "register", "scoped_params"]

@@ -22,7 +22,7 @@ What a method author writes (class attributes first, then methods to override):
     paper, e.g. "closest documented form: ... (docs/method.md)"; empty when it is faithful.
 ``params``
     Its own hyper-parameters, each declared once: ``{"key": Param(default, help, check, expect, source)}``
-    (:class:`dmp.config.Param`; ``source`` = the sentence or table of its own paper, or its official code, the
+    (:class:`dmp.params.Param`; ``source`` = the sentence or table of its own paper, or its official code, the
     default rests on). Keys are global names (prefix them with the method family, ``dann_trade_off``); they exist
     in a run's config only for the methods that declare or ``uses`` them, so ``python -m dmp config --show``,
     ``key=value`` overrides and the Snakemake config check know them, and a DMP run's config is unchanged.
@@ -51,7 +51,7 @@ What a method author writes (class attributes first, then methods to override):
 :meth:`needs` (cfg) -> :class:`Needs`
     The loop's services for a config (defaults: the class attributes above).
 :meth:`check` (cfg)
-    Cross-key checks of a resolved config; raise :class:`dmp.config.ConfigError` naming the key.
+    Cross-key checks of a resolved config; raise :class:`dmp.params.ConfigError` naming the key.
 :meth:`build_modules` (cfg, feature_dims, num_classes) -> ``nn.Module`` or None
     Extra trained modules (a domain discriminator ...), built after the network (the network's initialisation is
     the same for every method and seed), from the manifold-layer widths and the class count. The trainer moves
@@ -78,7 +78,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from ..config import ConfigError, Param
+from ..params import ConfigError, Param
 
 __all__ = ["ConfigError", "Method", "Needs", "Param", "StepContext"]
 

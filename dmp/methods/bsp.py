@@ -9,7 +9,7 @@ BSP on CDAN+E. Every choice and its source: docs/method.md, "Comparison methods"
 from __future__ import annotations
 
 from .. import losses
-from ..config import Param, _nonneg, _pos_int
+from ..params import Param, _nonneg, _pos_int
 from . import register
 from .base import StepContext
 from .cdan import CDANE

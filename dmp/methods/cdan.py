@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from .. import losses
-from ..config import Param, _pos_int
+from ..params import Param, _pos_int
 from . import register
 from .base import Method, StepContext
 from .dann import DANN, adversarial_term

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from .. import losses
-from ..config import Param, _nonneg, _pos_int
+from ..params import Param, _nonneg, _pos_int
 from . import register
 from .base import Method, StepContext
 

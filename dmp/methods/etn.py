@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import losses
-from ..config import Param, _nonneg
+from ..params import Param, _nonneg
 from . import register
 from .base import Method, StepContext
 from .dann import adversarial_term

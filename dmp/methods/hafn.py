@@ -6,7 +6,7 @@ manifold layer). Every choice and its source: docs/method.md, "Comparison method
 from __future__ import annotations
 
 from .. import losses
-from ..config import Param, _nonneg
+from ..params import Param, _nonneg
 from . import register
 from .base import Method, StepContext
 

@@ -7,7 +7,7 @@ No entropy term (the paper's "SAFN" rows, not "SAFN+ENT"). Every choice and its 
 from __future__ import annotations
 
 from .. import losses
-from ..config import Param, _nonneg
+from ..params import Param, _nonneg
 from . import register
 from .base import Method, StepContext
 from .hafn import PAPER

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from .. import losses
-from ..config import Param, _nonneg
+from ..params import Param, _nonneg
 from . import register
 from .base import Method, StepContext
 

@@ -1,133 +1,16 @@
 """Per-cell aggregation over seeds with pandas: read each run's metrics.json, check it, pick the cell's value, and
 reduce to mean, sample std (ddof=1) and the number of seeds that finished.
 
-A metrics.json is used only if it is a finished run (``status: complete``) of the run the table expects: its recorded
-config is the whole config ``python -m dmp train`` resolves for that run (:meth:`~dmp.suite.Suite.expected_config`:
-every key that changes a result, not only the run's identity; a key recorded before it existed counts as its default,
-the runtime keys aside), its accuracies lie in [0, 100] and its times are finite and >= 0, with a finite number at
-every key the table reads from it; any other file is skipped, and the table's footnote names it and says why."""
+A metrics.json is used only if it is a result of the run the table expects (:func:`dmp.metrics.read_metrics`); any
+other file is skipped, and the table's footnote names it and says why."""
 from __future__ import annotations
 
-import json
-import math
-from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
 
+from dmp.metrics import lookup, read_metrics
 from dmp.suite import Cell, Run, Suite
-
-ACCURACY_KEYS = ("accuracy", "mean_class_accuracy")  # percentages, also per class and per interpolation alpha
-TIME_KEYS = ("seconds_per_iter", "seconds_per_epoch", "train_seconds", "anchor_seconds", "wall_seconds",
-             "seconds_per_epoch_wall", "seconds_per_batch_wall")
-
-
-def read_metrics(path, expected: dict, keys) -> tuple[dict | None, str | None]:
-    """``(metrics, None)`` if ``path`` holds a finished run whose recorded config matches ``expected`` (the run's
-    :meth:`~dmp.suite.Suite.expected_config`, or a part of it) and whose values pass :func:`value_problem`, with a
-    finite number at each key path of ``keys``; ``(None, why)`` if it holds anything else; ``(None, None)`` if there
-    is no file (a run not done yet)."""
-    path = Path(path)
-    if not path.exists():
-        return None, None
-    try:
-        metrics = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        return None, f"unreadable ({type(exc).__name__})"
-    if not isinstance(metrics, dict):
-        return None, "not a JSON object"
-    if metrics.get("status") != "complete":
-        return None, f"status {metrics.get('status')!r}, not 'complete'"
-    config = metrics.get("config")
-    if not isinstance(config, dict):
-        return None, "no recorded config"
-    foreign = config_differences(config, expected, metrics.get("weights_sha256"))
-    if foreign:
-        more = f" and {len(foreign) - 4} more" if len(foreign) > 4 else ""
-        return None, "a run of another config: " + ", ".join(foreign[:4]) + more
-    problem = value_problem(metrics)
-    if problem:
-        return None, problem
-    bad = ["/".join(k) for k in keys if lookup(metrics, k) is None]
-    if bad:
-        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-        return None, "no finite number at " + ", ".join(bad[:3]) + more
-    return metrics, None
-
-
-def config_differences(config: dict, expected: dict, weights_sha256=None) -> list[str]:
-    """``key recorded (expected value)`` for each key of ``expected`` the recorded ``config`` differs in (a key it
-    lacks counts as its declared default; runtime keys are ignored). ``weights_path`` compares the file: another
-    path to a file with the recorded ``weights_sha256`` is the same weights."""
-    from dmp.config import short_repr
-    from dmp.train.checkpoint import RUNTIME_KEYS
-
-    out = []
-    for key, want in sorted(expected.items()):
-        have = config[key] if key in config else _default(key)
-        if key in RUNTIME_KEYS or have == want:
-            continue
-        if key == "weights_path" and isinstance(want, str) and weights_sha256 and weights_sha256 == _sha256(want):
-            continue
-        out.append(f"{key} {short_repr(have, 30)} (expected {short_repr(want, 30)})")
-    return out
-
-
-def _default(key):
-    from dmp import methods
-    from dmp.config import PARAMS
-
-    if key in PARAMS:
-        return PARAMS[key].default
-    declared = methods.declared_params()
-    return declared[key][1].default if key in declared else None
-
-
-@lru_cache(maxsize=None)
-def _sha256(path: str) -> str | None:
-    from dmp.io import sha256_file
-    return sha256_file(path) if Path(path).is_file() else None
-
-
-def value_problem(metrics: dict) -> str | None:
-    """Why the values of a finished run's metrics cannot be right (an accuracy outside [0, 100], a time that is not
-    a finite number >= 0), else None."""
-    from dmp.config import short_repr
-
-    sections = [("", metrics)]
-    if isinstance(metrics.get("interpolation"), dict):
-        sections += [(f"interpolation/{a}/", v) for a, v in metrics["interpolation"].items() if isinstance(v, dict)]
-    for where, section in sections:
-        for key in ACCURACY_KEYS:
-            value = section.get(key)
-            if (key in section or not where) and not (_number(value) and 0 <= value <= 100):
-                return f"{where}{key} {short_repr(value, 30)} is not an accuracy in [0, 100]"
-        per_class = section.get("per_class_accuracy", {})
-        if not isinstance(per_class, dict):
-            return f"{where}per_class_accuracy is not a mapping of class: accuracy"
-        for name, value in per_class.items():
-            if _number(value) and not 0 <= value <= 100:
-                return f"{where}per_class_accuracy/{name} {short_repr(value, 30)} is not an accuracy in [0, 100]"
-    for key in TIME_KEYS:
-        if key in metrics and not (_number(metrics[key]) and metrics[key] >= 0):
-            return f"{key} {short_repr(metrics[key], 30)} is not a finite time >= 0"
-    return None
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def lookup(metrics: dict, keys: tuple[str, ...]) -> float | None:
-    """The number at ``keys`` in a metrics dict, None if absent or not finite."""
-    value = metrics
-    for key in keys:
-        if not isinstance(value, dict) or key not in value:
-            return None
-        value = value[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
 
 
 def seed_values(suite: Suite, cells: list[Cell], runs_root: str) -> tuple[pd.DataFrame, dict[str, str]]:
@@ -143,6 +26,9 @@ def seed_values(suite: Suite, cells: list[Cell], runs_root: str) -> tuple[pd.Dat
         for seed in suite.seeds:
             path = Path(run.with_seed(seed).metrics_path(runs_root))
             found[run, seed], why = read_metrics(path, suite.expected_config(run.with_seed(seed)), run_keys)
+            if found[run, seed] is not None:  # a run of data that is no longer the data in place: not ours to print
+                why = suite.data_changed(run.with_seed(seed), found[run, seed])
+                found[run, seed] = None if why else found[run, seed]
             if why:
                 skipped[str(path.relative_to(runs_root))] = why
     rows = [{"cell": i, "seed": seed, "value": lookup(found[cell.run, seed], cell.value)}

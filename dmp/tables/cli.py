@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from dmp.commands import command_main
 from dmp.io import write_text
 from dmp.suite import TABLES, Suite
 
@@ -88,6 +89,4 @@ def add_subparsers(sub) -> None:
 
 def main(argv=None):
     """``python -m dmp.tables ARGV``: the same as ``dmp tables ARGV``."""
-    from dmp.cli import main as dmp_main
-
-    dmp_main(argv, ("tables",))
+    command_main("tables", add_subparsers, argv)

@@ -23,7 +23,8 @@ from tqdm import tqdm
 
 from .. import methods
 from ..anchors import Anchors
-from ..config import ConfigError, resolve_workers
+from ..config import ConfigError
+from ..params import resolve_workers
 from ..data.inputs import BatchStream, Task, TensorDataset, eval_loader
 from ..io import remove_temp_files, sha256_file, write_errors_named
 from ..models import DMPNet, batch_statistics, build_backbone

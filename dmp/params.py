@@ -1,0 +1,70 @@
+"""What the layers declare their config keys with: :class:`Param` (a key's default, meaning and check),
+:class:`ConfigError` (a bad run configuration), the checks the declarations share, and the image pipeline's keys.
+
+This module imports nothing of the package: the methods (dmp/methods/) and the data layer declare with it, and the
+resolver (dmp/config.py), which sits above both, composes what they declare into a run's config.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import Any, Callable
+
+
+class ConfigError(ValueError):
+    """A bad run configuration, raised before any training starts."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    default: Any
+    help: str
+    check: Callable[[Any], bool] | None = None
+    expect: str = ""
+    source: str = ""  # a method-scoped key's default: the sentence / table of its own paper or code it rests on
+    choices: tuple = ()  # the values of a key with a fixed set of them (:func:`_choice`)
+
+
+def _choice(*values):
+    return dict(check=lambda v: v in values, expect="one of " + ", ".join(map(str, values)), choices=values)
+
+
+def _nonneg():
+    return dict(check=lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf,
+                expect="a finite number >= 0")
+
+
+def _pos_int(allow_none=False):
+    def check(v):
+        return (allow_none and v is None) or (isinstance(v, int) and not isinstance(v, bool) and v > 0)
+    return dict(check=check, expect="a positive integer" + (" or null" if allow_none else ""))
+
+
+def _int_ge0():
+    return dict(check=lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                expect="an integer >= 0")
+
+
+# The image pipeline's keys (dmp/data/inputs.py): a dataset that is no image list refuses a value other than these
+# defaults, never ignores it.
+INPUT_PARAMS: dict[str, Param] = {
+    "resize": Param(256, "image resize (train and test)", **_pos_int()),
+    "crop": Param(224, "image crop (random at train, centre at test)", **_pos_int()),
+    "input_cache": Param(False, "on: read images from the input cache (python -m dmp data cache DATASET --resize "
+                         "RESIZE: each image decoded and resized once, uint8, 196 KB per image at 256 px on disk), "
+                         "crop/flip/normalise whole batches on the training device; the same batches as off",
+                         **_choice(True, False)),
+}
+
+
+def resolve_workers(value) -> int:
+    """The DataLoader worker count of config ``num_workers``: an integer as is; ``auto`` = min(8, usable cores - 1),
+    the usable cores being the CPUs this process may run on (a SLURM job's allocation, a taskset)."""
+    if value != "auto":
+        return int(value)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(0, min(8, cores - 1))
