@@ -398,3 +398,80 @@ def test_a_run_is_used_only_with_the_whole_config_and_values_it_claims(tmp_path)
         f"[0, 100])."]
     notes = [line for line in (tmp_path / "tables" / "vanilla.md").read_text().splitlines() if "Not used: " in line]
     assert notes == ["- " + n for n in expected]
+
+
+def _copy_and_edit(tmp_path):
+    """A copy of the fixture runs and ``edit(run, seed, change)`` of one run's metrics.json in it."""
+    import shutil
+
+    shutil.copytree(DATA / "fixture" / "runs", tmp_path / "runs")
+
+    def edit(run: Run, seed: int, change):
+        p = tmp_path / run.with_seed(seed).metrics_path("")[1:]
+        metrics = json.loads(p.read_text())
+        change(metrics)
+        p.write_text(json.dumps(metrics))
+
+    return edit
+
+
+def _notes(path) -> list[str]:
+    return [line for line in Path(path).read_text().splitlines() if "Not used: " in line]
+
+
+def test_a_missing_key_counts_as_its_default_even_where_the_run_expects_another_value(tmp_path):
+    """A key absent from a recorded config is the key's declared default: a partial DMP+ent run lacking ``lambda2``
+    ran at the default 5000, not at the partial preset's 1 the table expects, so it is not used (a reader that
+    took the missing key for the expected value would table it); lacking ``anchor_bn`` (expected = default) it is."""
+    from dmp.config import PARAMS
+
+    assert PARAMS["lambda2"].default == 5000.0  # the independent premise: default != the expected 1.0
+    edit = _copy_and_edit(tmp_path)
+    run = Run("office31", "partial", "A->W", "dmp_ent", "G", "full", "partial")
+    assert fixture_values(run, ("config", "lambda2")) == [1.0, 1.0, 1.0]
+    edit(run, 0, lambda m: m["config"].pop("lambda2"))
+    edit(run, 1, lambda m: m["config"].pop("anchor_bn"))
+    build(CONFIG, "partial", results=str(tmp_path), out=str(tmp_path))
+    comp = read_csv(tmp_path / "tables" / "partial.comparison.csv")
+    cell = comp[(comp.dataset == "office31") & (comp.row == "dmp_ent") & (comp.column == "A->W")].iloc[0]
+    kept = fixture_values(run, ("accuracy",), seeds=(1, 2))
+    assert cell.seeds == "2" and float(cell.ours) == pytest.approx(statistics.mean(kept), abs=1e-4)
+    rel = "runs/office31/partial/A-W/dmp_ent/G/full-partial/seed0/metrics.json"
+    assert f"- Not used: {rel} (a run of another config: lambda2 5000.0 (expected 1.0))." in _notes(
+        tmp_path / "tables" / "partial.md")
+    assert not [n for n in _notes(tmp_path / "tables" / "partial.md") if "A-W/dmp_ent/G/full-partial/seed1" in n]
+
+
+def test_a_perfect_accuracy_and_a_zero_time_are_results(tmp_path):
+    """100 % (common on Office-31 D->W and W->D), a class at 0 % and a time of 0 s (anchor_seconds of every method
+    without anchor refreshes) lie inside the ranges a result may have: the runs are used, the values printed as
+    they are, 100.0 bold beside the paper's 100.0 and 0.0 s the best time."""
+    edit = _copy_and_edit(tmp_path)
+    w_d = Run("office31", "vanilla", "W->D", "dmp", "G", "full", "full")
+    a_w = Run("office31", "vanilla", "A->W", "source_only", "G", "full", "full")
+    seeds = [s for s in (0, 1, 2) if (tmp_path / w_d.with_seed(s).metrics_path("")[1:]).exists()]
+    assert len(seeds) == 2  # the fixture's W->D has 2 of 3 seeds
+
+    def perfect(m):
+        m.update(accuracy=100.0, mean_class_accuracy=100.0)
+        m["per_class_accuracy"] = {k: 100.0 for k in m["per_class_accuracy"]}
+
+    def zero_time(m):
+        m.update(anchor_seconds=0, seconds_per_epoch=0.0)
+        m["per_class_accuracy"][next(iter(m["per_class_accuracy"]))] = 0.0  # a class never recognised
+
+    for s in seeds:
+        edit(w_d, s, perfect)
+    for s in (0, 1, 2):
+        edit(a_w, s, zero_time)
+    for table in ("vanilla", "time"):
+        build(CONFIG, table, results=str(tmp_path), out=str(tmp_path))
+        assert not [n for n in _notes(tmp_path / "tables" / f"{table}.md") if "W-D/dmp" in n or "A-W/source" in n]
+    comp = read_csv(tmp_path / "tables" / "vanilla.comparison.csv")
+    cell = comp[(comp.dataset == "office31") & (comp.row == "dmp") & (comp.column == "W->D")].iloc[0]
+    assert (cell.seeds, float(cell.ours), float(cell.ours_std)) == ("2", 100.0, 0.0)
+    office = (tmp_path / "tables" / "vanilla.md").read_text().split("## Office-31")[1]
+    assert md_row(office, "DMP")[2] == "**100.0** ± 0.0 †"
+    assert md_row(office, "CDAN (reported)")[2] == "**100.0** ± 0.0"  # a tie: both bold
+    source_only = md_row((tmp_path / "tables" / "time.md").read_text(), "Source only")
+    assert source_only[0] == "**0.0** ± 0.0"

@@ -77,7 +77,7 @@ class DomainDiscriminator(nn.Module):
 def step_generator(seed: int, iteration: int, device, stream: int = 0) -> torch.Generator:
     """A random generator that depends only on (seed, iteration, stream), on ``device``: the same after a resume
     (``stream`` tells apart the modules of one step that draw their own masks)."""
-    seed = int(seed) * 1_000_003 + int(iteration) + 7 + int(stream) * 2**40
+    seed = int(seed) * 1_000_003 + int(iteration) + 7 + int(stream) * 0x9E3779B9  # < 2**32: the CPU keeps 32 bits
     return torch.Generator(device=device).manual_seed(seed)
 
 
