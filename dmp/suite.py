@@ -153,6 +153,7 @@ class Suite:
         self._registry = registry
         self._specs: dict = {}
         self._expected: dict = {}
+        self._in_place: dict = {}
         self.validate()
 
     # ---------------------------------------------------------------- registry
@@ -445,7 +446,40 @@ class Suite:
         from .metrics import read_metrics
 
         path = run.metrics_path(self.results)
-        return read_metrics(path, self.expected_config(run), ())[1] if os.path.exists(path) else None
+        if not os.path.exists(path):
+            return None
+        metrics, why = read_metrics(path, self.expected_config(run), ())
+        return why or self.data_changed(run, metrics)
+
+    def data_changed(self, run: Run, metrics: dict) -> str | None:
+        """Why a finished run's ``dataset_version`` is not the version of the data in place now (images replaced
+        in place, lists prepared again, a version edited by hand), else None. Checked where the data is in place and
+        the recorded version has a version's form (12 hex digits; a fabricated run's placeholder is not checked)."""
+        import re
+        recorded = metrics.get("dataset_version")
+        if not (isinstance(recorded, str) and re.fullmatch(r"[0-9a-f]{12}", recorded)):
+            return None
+        now = self.version_in_place(run)
+        if now is None or now == recorded:
+            return None
+        return f"trained on dataset version {recorded}, the data in place is version {now}"
+
+    def version_in_place(self, run: Run) -> str | None:
+        """The dataset version a run of ``run`` would record now (:func:`dmp.data.inputs.build_task`: its lists and,
+        for images, the bytes they name), None where the data is not in place."""
+        cfg = self.run_config(run)
+        from .data.splits import run_lists
+        lists = tuple(run_lists(run.dataset, cfg["source"], cfg["source_split"], cfg["target"],
+                                cfg["target_split"]).values())
+        key = (run.dataset, lists)
+        if key not in self._in_place:
+            try:
+                images = self.spec(run.dataset).kind == "images"
+                self._in_place[key] = self.registry.dataset_version(run.dataset,
+                                                                    *([list(lists), True] if images else []))
+            except FileNotFoundError:  # the data (or a list) is not in place here: nothing to compare with
+                self._in_place[key] = None
+        return self._in_place[key]
 
     def stale_marks(self, run: Run) -> list[str]:
         """Inputs of the train rule that make Snakemake retrain a run whose metrics.json it would otherwise keep
@@ -454,11 +488,13 @@ class Suite:
         so that it is an input newer than the metrics.json; nothing for a run that is its own result or not done.
         The train job's prepare step removes the run's files and the mark (:func:`prepare`)."""
         why = self.unjustified(run)
+        mark = f"{run.folder(self.results)}/{STALE_MARK}"
         if not why:
+            if os.path.exists(mark):  # the run is its own result again (the data restored): the mark would make the
+                os.unlink(mark)      # next train job of this folder delete it
             return []
         from .io import write_text
 
-        mark = f"{run.folder(self.results)}/{STALE_MARK}"
         write_text(mark, f"{run.metrics_path(self.results)} is no result of this run: {why}\n")
         return [mark]
 

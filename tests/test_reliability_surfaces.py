@@ -68,3 +68,80 @@ def test_suite_prepare_still_drops_the_checkpoint_of_an_unfinished_run_of_anothe
     (run / "metrics.json").unlink()  # what Snakemake does before it reruns a job whose signature changed
     assert prepare(run, "fedcba9876543210") is True
     assert sorted(p.name for p in run.iterdir() if not p.name.startswith(".")) == ["suite_signature.txt"]
+
+
+# ----------------------------------------------------------------------------------------------- silently wrong
+def _task(name, **extra):
+    from test_data_user_images import TRAIN
+
+    from dmp.config import resolve
+    from dmp.data.inputs import build_task
+    return build_task(resolve({"dataset": name, "source": "sketch", "target": "photo", **TRAIN, **extra}))
+
+
+def test_reordered_classes_after_the_fetch_are_refused_until_the_lists_are_prepared_again(user):
+    listed = FOLDERS_YAML.replace("partial_classes: [cat, dog]", "classes: [cat, dog, The_Eiffel_Tower]")
+    folder = user.declare("folders", listed, make_folders)
+    assert _data("fetch", "folders") == 0
+    version = _task("folders").dataset_version
+    (folder / "dataset.yaml").write_text(listed.replace("[cat, dog, The_Eiffel_Tower]", "[dog, cat, The_Eiffel_Tower]"))
+    with pytest.raises(ValueError, match=r"sketch_full.txt.*classes.*dmp data prepare folders"):
+        _task("folders")
+    assert _data("prepare", "folders") == 0
+    task = _task("folders")
+    assert task.classes == ["dog", "cat", "The_Eiffel_Tower"] and task.dataset_version != version
+    # dog (5 images in sketch) is label 0 now: the names follow the images
+    assert task.source_train.labels.bincount().tolist() == [5, 3, 2]
+
+
+def test_a_class_folder_added_after_the_fetch_is_refused_naming_the_lock(user):
+    user.declare("folders", FOLDERS_YAML, make_folders)
+    assert _data("fetch", "folders") == 0
+    make_folders(user.path / "data" / "folders", {"sketch": {"bird": 2}, "photo": {"bird": 2}})  # sorts first
+    with pytest.raises(ValueError, match=r"lock\.json \(new class\(es\) bird,"):
+        _task("folders")
+    make_folders(user.path / "data" / "folders", {"sketch": {"zebra": 2}, "photo": {"zebra": 2}})  # and last
+    with pytest.raises(ValueError, match=r"lock\.json"):
+        _task("folders")
+
+
+def test_a_table_never_prints_a_run_of_data_replaced_since_and_the_suite_retrains_it(user):
+    """Images overwritten in place after training (or a dataset_version edited by hand): the table names the run and
+    why instead of printing it, and the train rule's stale mark makes Snakemake retrain it; with the data restored
+    the run is printed again and the mark is gone (a later train job would otherwise clear the folder)."""
+    from test_data_user_images import TRAIN
+
+    from dmp.cli import main as dmp_main
+    from dmp.suite import STALE_MARK, Suite
+    from dmp.tables.cli import build
+
+    user.declare("folders", FOLDERS_YAML, make_folders)
+    assert _data("fetch", "folders") == 0
+    results = user.path / "results"
+    cfg = {"results": str(results), "seeds": [0], "train": dict(TRAIN),
+           "tables": {"vanilla": {"methods": ["source_only"], "metric": "G", "datasets": {"folders": {"tasks": ["S->P"]}}}}}
+    (run,) = Suite(cfg).table_runs("vanilla")
+    with pytest.raises(SystemExit) as exc:
+        dmp_main(["train", "--quiet", "--out", run.folder(str(results)), *Suite(cfg).train_args(run), "threads=1"])
+    assert exc.value.code in (0, None)
+    metrics_path = Path(run.metrics_path(str(results)))
+
+    def table():
+        build(cfg, "vanilla", results=str(results))
+        return (results / "tables" / "vanilla.md").read_text()
+    assert "Not used" not in table() and not Suite(cfg).stale_marks(run)
+    image = user.path / "data" / "folders" / "photo" / "cat" / "0.png"
+    original = image.read_bytes()
+    make_folders(user.path / "other", {"photo": {"a": 1, "b": 1}})  # another image, written over this one in place
+    image.write_bytes((user.path / "other" / "photo" / "b" / "0.png").read_bytes())
+    assert image.read_bytes() != original
+    text = table()
+    assert "Not used: " in text and "trained on dataset version" in text and "the data in place is version" in text
+    (mark,) = Suite(cfg).stale_marks(run)
+    assert "the data in place is version" in Path(mark).read_text()
+    image.write_bytes(original)  # the data restored (dvc pull): the run is its own result again
+    assert "Not used" not in table() and not Suite(cfg).stale_marks(run) and not Path(mark).exists()
+    metrics = json.loads(metrics_path.read_text())
+    metrics_path.write_text(json.dumps({**metrics, "dataset_version": "0123456789ab"}))  # edited by hand
+    assert "trained on dataset version 0123456789ab" in table()
+    assert not list(results.rglob(STALE_MARK))

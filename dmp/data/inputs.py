@@ -296,6 +296,8 @@ def build_task(cfg) -> Task:
     src, tgt = (cfg["source"], cfg["source_split"]), (cfg["target"], cfg["target_split"])
     reads, scores = run_lists(spec.name, *src, *tgt), scored(spec.name, *tgt)  # eval_lists: train / eval parts
     # images: the version of what this run reads (its lists and the bytes they name); arrays: their files
+    if spec.kind == "images":  # lists written for other classes than today's: refused, never read under new names
+        registry.check_classes(spec.name, [d for d, *_ in reads.values()])
     version = registry.dataset_version(spec.name, *([list(reads.values()), True] if spec.kind == "images" else []))
     if spec.kind == "images":
         root = registry.require_dataset(spec.name)   # clear "how to get it" error when missing
