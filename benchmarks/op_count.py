@@ -6,7 +6,7 @@ with a ``TorchDispatchMode`` that sees every ATen operation the step dispatches 
 
 * **extra ops** = operations of one ``Trainer.step(..., log=False)`` of DMP (anchors ready, every term on)
   minus those of the two-domain cross-entropy step of the same model (both batches forward and backward, CE
-  only: ``throughput.both_ce``). Issue 21: 843 extra ops per step (ResNet-50, batch 8, layers 1024/512, 31
+  only: ``step_probes.both_ce``). Issue 21: 843 extra ops per step (ResNet-50, batch 8, layers 1024/512, 31
   classes); goal <= 281.
 * **syncing ops** = reads of device memory on the host (``aten::_local_scalar_dense``, and at the Python level
   ``.item()``, ``.tolist()``, ``.numpy()``, ``float(t)``, python ``if tensor``) and operations whose output shape
@@ -24,14 +24,11 @@ The counts depend on the model and the config, not on the image size (``--size``
 from __future__ import annotations
 
 import argparse
-import collections
 import sys
 import tempfile
 from pathlib import Path
 
 import torch
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -40,80 +37,7 @@ from dmp.config import resolve  # noqa: E402
 from dmp.data.inputs import Task, TensorDataset  # noqa: E402
 from dmp.manifolds import spectral  # noqa: E402
 from dmp.train.trainer import Trainer  # noqa: E402
-from throughput import both_ce  # noqa: E402
-
-# Operations that wait for the device: a scalar read, an output whose shape depends on the values, or a tensor made
-# from Python data (``torch.tensor``/``torch.as_tensor`` of numbers: on a GPU a blocking copy from pageable host
-# memory, which waits for the stream).
-SYNC_OPS = frozenset({"_local_scalar_dense", "item", "nonzero", "masked_select", "_unique", "_unique2",
-                      "unique_dim", "unique_consecutive", "unique_dim_consecutive", "repeat_interleave",
-                      "equal", "is_nonzero", "_assert_async", "bincount", "histc", "lift_fresh", "lift_fresh_copy"})
-# Indexing with a boolean mask is a nonzero() inside the kernel.
-MASK_INDEXED_OPS = frozenset({"index", "index_put", "index_put_", "_index_put_impl_"})
-
-
-# Python-level reads of tensor memory: on the CPU ``tolist``/``numpy`` dispatch no ATen op (on a GPU they copy to
-# the host and wait), so they are caught one level up, as torch functions.
-HOST_READ_METHODS = frozenset({"tolist", "numpy", "item", "__bool__", "__float__", "__int__", "__index__",
-                               "__complex__", "__array__"})
-
-
-class _HostReads(TorchFunctionMode):
-    def __init__(self, syncs: collections.Counter):
-        super().__init__()
-        self.syncs = syncs
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "")
-        if name in HOST_READ_METHODS:
-            self.syncs[f"Tensor.{name}"] += 1
-        return func(*args, **(kwargs or {}))
-
-
-class OpCounter(TorchDispatchMode):
-    """Counts the ATen operations dispatched inside the ``with`` block (``counts``: op name -> calls) and the
-    host reads among them (``syncs``: op name -> calls): the syncing ATen ops of :data:`SYNC_OPS` and the
-    Python-level reads of :data:`HOST_READ_METHODS`."""
-
-    def __init__(self):
-        super().__init__()
-        self.counts: collections.Counter = collections.Counter()
-        self.syncs: collections.Counter = collections.Counter()
-        self._reads = _HostReads(self.syncs)
-
-    def __enter__(self):
-        self._reads.__enter__()
-        return super().__enter__()
-
-    def __exit__(self, *exc):
-        try:
-            return super().__exit__(*exc)
-        finally:
-            self._reads.__exit__(*exc)
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = func.overloadpacket.__name__
-        self.counts[name] += 1
-        if name in SYNC_OPS or (name in MASK_INDEXED_OPS and _has_bool_index(args)):
-            self.syncs[name if name in SYNC_OPS else f"{name} (boolean mask)"] += 1
-        return func(*args, **kwargs)
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts.values())
-
-
-def _has_bool_index(args) -> bool:
-    indices = args[1] if len(args) > 1 else ()
-    return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in (indices or ()))
-
-
-def count(fn) -> OpCounter:
-    """The :class:`OpCounter` of one call of ``fn()``."""
-    with OpCounter() as counter:
-        fn()
-    return counter
+from step_probes import OpCounter, both_ce, count  # noqa: E402
 
 
 def build(method: str, *, backbone="resnet50", size=32, in_dim=64, batch=8, classes=31, dims=(1024, 512),

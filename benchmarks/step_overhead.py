@@ -41,8 +41,7 @@ from dmp.config import resolve  # noqa: E402
 from dmp.data.inputs import Task, TensorDataset  # noqa: E402
 from dmp.train.compiled import compile_function  # noqa: E402
 from dmp.train.trainer import Trainer  # noqa: E402
-from op_count import count  # noqa: E402  (benchmarks/op_count.py)
-from throughput import both_ce as two_domain_ce, ce_objective  # noqa: E402  (the reference step, one definition)
+from step_probes import both_ce as two_domain_ce, ce_objective, count  # noqa: E402  (the reference step, one definition)
 
 
 def timed(fn, repeats, warmup=2, device=torch.device("cpu")):

@@ -38,15 +38,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dmp.config import resolve  # noqa: E402
 from dmp.data.inputs import (BatchStream, CachedImages, ImageListDataset, Task, image_transforms,  # noqa: E402
                              loader_options)
 from dmp.train.compiled import compile_function  # noqa: E402
 from dmp.train.trainer import Trainer  # noqa: E402
+from step_probes import both_ce, ce_objective, count  # noqa: E402
 from torch.utils.data import Subset  # noqa: E402
 
 # Office-31 image sizes (width, height) and domain sizes; the paper's time-table task is A->W.
@@ -138,23 +139,6 @@ def in_memory_batches(trainer, k):
     src = [(trainer.to_device(x), y.to(trainer.device)) for x, y in trainer.source.iterate(0, k)]
     tgt = [trainer.to_device(x) for x, _ in trainer.target.iterate(0, k)]
     return src, tgt
-
-
-def ce_objective(trainer, xs, ys, xt):
-    _, logits_s = trainer.forward(xs)
-    _, logits_t = trainer.forward(xt)
-    return F.cross_entropy(logits_s, ys) + 0.0 * logits_t.sum()
-
-
-def both_ce(trainer, xs, ys, xt):
-    """The two-domain cross-entropy step: the trainer's model, autocast and optimiser, both batches forward and
-    backward, no DMP term (the reference of the DMP / two-domain CE goal); under ``--compile step`` its forward and
-    loss compiled as the DMP step's are (``trainer.ce_objective``)."""
-    trainer.model.train()
-    loss = getattr(trainer, "ce_objective", ce_objective)(trainer, xs, ys, xt)
-    trainer.opt.zero_grad(set_to_none=True)
-    loss.backward()
-    trainer.opt.step()
 
 
 def end_to_end(trainer, dmp: bool, steps, warmup) -> tuple[float, float, float]:
@@ -437,7 +421,6 @@ def main(argv=None):
         # steps only: a compiled step dispatches its graphs' ops)
         ops = None
         if dmp.compiled.mode == "off":
-            from op_count import count  # (imported here: op_count imports this module)
             ops_dmp = count(lambda: dmp.step(warmup + steps, *src_b[0], tgt_b[0], log=False))
             ops_both = count(lambda: both_ce(src, *src_b[0], tgt_b[0]))
             ops = {"dmp": ops_dmp.total, "two_domain_ce": ops_both.total, "dmp_extra": ops_dmp.total - ops_both.total,
