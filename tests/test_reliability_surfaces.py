@@ -145,3 +145,61 @@ def test_a_table_never_prints_a_run_of_data_replaced_since_and_the_suite_retrain
     metrics_path.write_text(json.dumps({**metrics, "dataset_version": "0123456789ab"}))  # edited by hand
     assert "trained on dataset version 0123456789ab" in table()
     assert not list(results.rglob(STALE_MARK))
+
+
+# ----------------------------------------------------------------------------------------------- the input cache
+def _cached_demo(isolated):
+    from test_input_cache import _cfg, _demo
+
+    from dmp.data import cache
+    _demo(isolated, odd_sizes=False)
+    for d in ("solid", "outline"):
+        cache.build("demo", d, 24, progress=False)
+    return _cfg(resize=24, crop=20, input_cache=True), *cache.cache_paths("demo", "solid", 24)
+
+
+def _zero_pixels(npy):
+    import numpy as np
+    arr = np.load(npy, mmap_mode="r+")
+    arr[1] = 0
+    arr.flush()
+
+
+def _swap_paths(index):
+    meta = json.loads(index.read_text())
+    meta["paths"][0], meta["paths"][1] = meta["paths"][1], meta["paths"][0]
+    index.write_text(json.dumps(meta))
+
+
+def _truncate(npy):
+    data = npy.read_bytes()
+    npy.write_bytes(data[: len(data) - 1000])
+
+
+@pytest.mark.parametrize("damage", [_zero_pixels, _swap_paths, _truncate])
+def test_a_damaged_input_cache_is_refused_naming_it_and_rebuilt(isolated, damage):
+    import numpy as np
+
+    from dmp.data import cache
+    from dmp.data.inputs import build_task
+
+    cfg, npy, index = _cached_demo(isolated)
+    before = np.load(npy).copy()
+    damage(npy if damage is not _swap_paths else index)
+    with pytest.raises(ValueError, match="rebuild it with") as exc:
+        build_task(cfg)
+    assert str(npy if damage is not _swap_paths else index) in str(exc.value)
+    assert cache.build("demo", "solid", 24, progress=False) == index  # rebuilt, not taken as up to date
+    assert np.array_equal(np.load(npy), before)
+    build_task(cfg)
+
+
+def test_a_rebuild_removes_the_temporary_file_a_killed_build_left(isolated):
+    from dmp.data import cache
+
+    cfg, npy, index = _cached_demo(isolated)
+    left = npy.with_name(f".{npy.name}.0123456789abcdef.tmp.npy")  # what atomic_write leaves on a kill -9
+    left.write_bytes(b"\0" * 4096)
+    npy.unlink()
+    cache.build("demo", "solid", 24, progress=False)
+    assert npy.is_file() and not left.exists()

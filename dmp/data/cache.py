@@ -11,7 +11,9 @@ The pixels are those of the uncached pipeline after its resize (:func:`dmp.data.
 decoded 8-bit RGB image resized by torchvision's ``Resize((size, size))``), so crops, flips and the normalisation
 applied to them (:class:`dmp.data.cached_images.CachedImages`) give the same batches. A split list (partial, first<N>,
 n<K>) reads the rows of its images in the domain's cache. Both files are written atomically (temporary file, then
-rename; the index last), and a cache whose list or image bytes changed since it was built is refused.
+rename; the index last, recording the pixels file's size, times and inode), and a cache whose list or image bytes
+changed since it was built, whose index no longer matches its list, or whose pixels file was written since, is
+refused (and rebuilt by :func:`build`).
 """
 from __future__ import annotations
 
@@ -116,6 +118,30 @@ def write_pixels(path, root, paths, size: int, workers: int = 0, progress: bool 
     atomic_write(path, write)
 
 
+def _stamp(path: Path) -> list[int]:
+    """What changes whenever a file is written, truncated or replaced: size, mtime, ctime (which no user can set
+    back) and inode."""
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _problem(name: str, domain: str, size: int, meta: dict, pixels: Path, versions: dict | None = None) -> str | None:
+    """Why the cache ``pixels`` with index ``meta`` is not the one of the data in place (None if it is): built from
+    another list or other image bytes or at another size (stale), its index's paths or labels not the list's, or its
+    pixels file written, truncated or replaced since the index recorded it."""
+    now = versions or _versions(name, domain)
+    stale = [k for k, v in now.items() if meta.get(k) != v] + (["size"] if meta.get("size") != size else [])
+    if stale:
+        return (f"stale input cache (its {', '.join(stale)} differ from the data in place: the list or the images "
+                f"changed since it was built)")
+    entries = registry.read_list(registry.list_file(name, domain, "full"))
+    if meta.get("paths") != [p for p, _ in entries] or meta.get("labels") != [lab for _, lab in entries]:
+        return "its index's paths or labels are not those of the list it was built from (edited)"
+    if not pixels.is_file() or meta.get("pixels_stamp") != _stamp(pixels):
+        return f"{pixels} was written, truncated or replaced after its index (or by an older version)"
+    return None
+
+
 def build(name: str, domain: str, size: int = 256, workers: int = 0, progress: bool = True) -> Path:
     """Decode and resize every image of ``domain``'s full list into its cache; returns the index path. Skipped
     (returns at once) when an up-to-date cache is in place."""
@@ -131,18 +157,26 @@ def build(name: str, domain: str, size: int = 256, workers: int = 0, progress: b
     lst = registry.list_file(name, domain, "full")
     entries = registry.read_list(lst, len(spec.classes) or None)
     versions = _versions(name, domain)
-    if index.is_file() and pixels.is_file():
-        try:
-            old = json.loads(index.read_text())
-        except ValueError:
-            old = {}
-        if all(old.get(k) == v for k, v in versions.items()) and old.get("size") == size:
-            return index
-    paths = [p for p, _ in entries]
-    write_pixels(pixels, root, paths, size, workers, progress, desc=f"cache {name} {domain} {size}px")
-    write_json(index, {"dataset": name, "domain": spec.domain(domain).name, "size": size, **versions,
-                       "list": str(lst.name), "shape": [len(paths), 3, size, size], "dtype": "uint8", "paths": paths,
-                       "labels": [lab for _, lab in entries]})
+    from ..run_lock import RunFolderBusy, run_lock
+    try:
+        with run_lock(pixels.parent.parent / ".locks" / f"{size}_{pixels.stem}"):  # one build of a domain at a time
+            if index.is_file() and pixels.is_file():
+                try:
+                    old = json.loads(index.read_text())
+                except ValueError:
+                    old = {}
+                if isinstance(old, dict) and _problem(name, domain, size, old, pixels, versions) is None:
+                    return index
+            for left in pixels.parent.glob(f".{pixels.name}.*.tmp{pixels.suffix}"):  # of a killed build
+                left.unlink(missing_ok=True)
+            index.unlink(missing_ok=True)  # no index over half-written pixels, whatever happens next
+            paths = [p for p, _ in entries]
+            write_pixels(pixels, root, paths, size, workers, progress, desc=f"cache {name} {domain} {size}px")
+            write_json(index, {"dataset": name, "domain": spec.domain(domain).name, "size": size, **versions,
+                               "list": str(lst.name), "shape": [len(paths), 3, size, size], "dtype": "uint8",
+                               "paths": paths, "labels": [lab for _, lab in entries], "pixels_stamp": _stamp(pixels)})
+    except RunFolderBusy:
+        raise ValueError(f"{pixels}: another process is building this input cache; wait until it ends") from None
     return index
 
 
@@ -161,12 +195,9 @@ def load(name: str, domain: str, split: str, size: int, part: str = ""):
     except ValueError as exc:
         raise ValueError(f"{index}: unreadable input cache index ({exc}); rebuild it with "
                          f"`{_command(name, domain, size)}`") from None
-    now = _versions(name, domain)
-    stale = [k for k, v in now.items() if meta.get(k) != v] + (["size"] if meta.get("size") != size else [])
-    if stale:
-        raise ValueError(f"{index}: stale input cache (its {', '.join(stale)} differ from the data in place: the "
-                         f"list or the images changed since it was built); rebuild it with "
-                         f"`{_command(name, domain, size)}`")
+    problem = _problem(name, domain, size, meta, pixels) if isinstance(meta, dict) else "not a JSON object"
+    if problem:
+        raise ValueError(f"{index}: {problem}; rebuild it with `{_command(name, domain, size)}`")
     arr = np.load(pixels, mmap_mode="r")
     if arr.dtype != np.uint8 or list(arr.shape) != [len(meta["paths"]), 3, size, size]:
         raise ValueError(f"{pixels}: holds {arr.dtype} {list(arr.shape)}, its index says uint8 "
