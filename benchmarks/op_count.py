@@ -1,4 +1,4 @@
-"""Benchmark (prints figures; not a test): CPU proxies of the host cost of a DMP step (issue 21, item 2).
+"""Benchmark (prints figures; not a test): CPU proxies of the host cost of a DMP step.
 
 A GPU step whose kernels are small is bound by the host: Python and the dispatcher launch one kernel per ATen
 operation, and every device-to-host read stalls the queue. Both are counted on the CPU, where they are the same,
@@ -6,12 +6,12 @@ with a ``TorchDispatchMode`` that sees every ATen operation the step dispatches 
 
 * **extra ops** = operations of one ``Trainer.step(..., log=False)`` of DMP (anchors ready, every term on)
   minus those of the two-domain cross-entropy step of the same model (both batches forward and backward, CE
-  only: ``step_probes.both_ce``). Issue 21: 843 extra ops per step (ResNet-50, batch 8, layers 1024/512, 31
-  classes); goal <= 281.
+  only: ``step_probes.both_ce``). Goal: at most 281 extra ops per step (ResNet-50, batch 8, layers 1024/512, 31
+  classes).
 * **syncing ops** = reads of device memory on the host (``aten::_local_scalar_dense``, and at the Python level
   ``.item()``, ``.tolist()``, ``.numpy()``, ``float(t)``, python ``if tensor``) and operations whose output shape
   depends on the data (``nonzero``, boolean-mask indexing, ``masked_select``, ``unique``...): each waits for the
-  GPU. Issue 21: 4 per non-logging step before; goal 0.
+  GPU. Goal: 0 per non-logging step.
 
     python benchmarks/op_count.py                                  # ResNet-50, batch 8, 1024/512, 31 classes
     python benchmarks/op_count.py --metric LE --setting partial --ops 15   # + the 15 most frequent extra ops
@@ -112,9 +112,9 @@ def main(argv=None):
         extra = dmp_counter.total - ce_counter.total
         syncs = sum(dmp_counter.syncs.values())
         print(f"{path}: two-domain CE step {ce_counter.total} ATen ops, DMP step (log=False) {dmp_counter.total}")
-        print(f"  extra ops per DMP step    {extra:6d}   (issue 21: 843 before; goal <= 281: "
+        print(f"  extra ops per DMP step    {extra:6d}   (goal <= 281: "
               f"{'ok' if extra <= 281 else 'NOT MET'})")
-        print(f"  syncing ops per DMP step  {syncs:6d}   (issue 21: 4 before; goal 0: {'ok' if syncs == 0 else 'NOT MET'})"
+        print(f"  syncing ops per DMP step  {syncs:6d}   (goal 0: {'ok' if syncs == 0 else 'NOT MET'})"
               + (f"  {dict(dmp_counter.syncs)}" if syncs else ""))
         if args.ops:
             diff = dmp_counter.counts - ce_counter.counts

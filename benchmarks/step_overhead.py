@@ -20,7 +20,7 @@ no-grad pass over ``n_source`` (+ ``n_target`` for partial) samples and ``T_up =
     python benchmarks/step_overhead.py --device cuda --size 224 --batch 50 --profile 20   # + torch.profiler table
 
 It also prints the ATen operations each step dispatches and the DMP step's host reads (benchmarks/op_count.py: the
-host-side proxy of issue 21). ``--profile N`` profiles N DMP steps and N two-domain CE steps with ``torch.profiler`` and prints the operators
+host-side proxy of the kernel launches). ``--profile N`` profiles N DMP steps and N two-domain CE steps with ``torch.profiler`` and prints the operators
 that take the most device (CUDA) or CPU time: where DMP's extra time goes.
 """
 from __future__ import annotations
@@ -168,8 +168,8 @@ def main(argv=None):
     if args.compile == "off":  # (a compiled step dispatches its graphs' ops, not the eager ones: not comparable)
         ops_dmp, ops_both = count(lambda: dmp.step(100, xs, ys, xt, log=False)), count(both_ce)
         extra, reads = ops_dmp.total - ops_both.total, sum(ops_dmp.syncs.values())
-        print(f"ATen ops per step           two-domain CE {ops_both.total}, DMP {ops_dmp.total}: extra {extra} (issue "
-              f"21: 843; goal <= 281), host reads in the DMP step {reads} (goal 0)   [benchmarks/op_count.py]")
+        print(f"ATen ops per step           two-domain CE {ops_both.total}, DMP {ops_dmp.total}: extra {extra} (goal "
+              f"<= 281), host reads in the DMP step {reads} (goal 0)   [benchmarks/op_count.py]")
     for partial in (False, True):
         t_r = refresh(partial)
         share = t_r / (t_r + t_up * t_dmp)

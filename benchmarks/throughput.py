@@ -11,7 +11,7 @@ trainer's own code (``ImageListDataset`` + ``image_transforms``, ``BatchStream``
 * end to end: the trainer's streams feeding ``Trainer.step`` as ``Trainer.run`` does (without anchor passes);
 * one full anchor pass (Algorithm DMP's no-grad pass over the source set), scaled to the real set size.
 
-and prints the ratios against the goals of issue 8: end-to-end / model-only (>= 0.9), DMP / two-domain CE step
+and prints the ratios against their goals: end-to-end / model-only (>= 0.9), DMP / two-domain CE step
 (<= 1.10), DMP / source-only per epoch (the paper's time table: 10.7 / 6.7 = 1.6 on A->W) and the anchor-pass
 share of an epoch (<= 5 %).
 
@@ -417,7 +417,7 @@ def main(argv=None):
         t_model_both = timed(lambda i: both_ce(src, *src_b[i % k], tgt_b[i % k]), steps, warmup, device)
         t_model_dmp = timed(lambda i: dmp.step(i, *src_b[i % k], tgt_b[i % k], log=i % LOG_EVERY == 0), steps,
                             warmup, device)
-        # the host-side proxy of issue 21 (benchmarks/op_count.py): ATen ops of one non-logging step of each (eager
+        # the host-side proxy of the kernel launches (benchmarks/op_count.py): ATen ops of one non-logging step of each (eager
         # steps only: a compiled step dispatches its graphs' ops)
         ops = None
         if dmp.compiled.mode == "off":
@@ -519,7 +519,7 @@ def report(r):
         print(f"ATen ops per step (log=False)   not counted: compile={r['compile']} (op_count.py counts eager steps)")
     else:
         print(f"ATen ops per step (log=False)   two-domain CE {o['two_domain_ce']}   DMP {o['dmp']}   extra "
-              f"{o['dmp_extra']} (issue 21: 843; goal <= 281: {ok(o['dmp_extra'] <= 281)})   host reads in the DMP "
+              f"{o['dmp_extra']} (goal <= 281: {ok(o['dmp_extra'] <= 281)})   host reads in the DMP "
               f"step {o['dmp_host_reads']} (goal 0: {ok(o['dmp_host_reads'] == 0)})")
     print(f"DMP / two-domain CE step        {ra['dmp_over_two_domain_ce_step']:6.3f}   (goal <= 1.10: "
           f"{ok(ra['dmp_over_two_domain_ce_step'] <= 1.10)})")
