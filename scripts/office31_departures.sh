@@ -5,6 +5,9 @@
 # Needs the trunk datasets of the study (config/office31_lite.yaml's header) and, for no_views_224:
 #   python -m dmp data extract-features office31 --out-name office31_lite0_t224 --backbone efficientnet_lite0 \
 #       --resize 256 --crop 224 --trunk
+# and, for stages_5_on (the trunk stored before stage 5 of the blocks, whose stages 5-6 are fine-tuned with the head):
+#   python -m dmp data extract-features office31 --out-name office31_lite0_s5_t128 --backbone efficientnet_lite0 \
+#       --resize 146 --crop 128 --views 4 --trunk-stage 5
 # Usage: [SEEDS="0 1 2"] scripts/office31_departures.sh [JOBS]   (JOBS trainings side by side, 1 thread each; default 2)
 # A finished run is skipped, an interrupted one resumes from its checkpoint (dmp train's own rule).
 set -euo pipefail
@@ -18,6 +21,7 @@ for seed in ${SEEDS:-0 1 2}; do
     jobs+=("no_views dataset=office31_lite0_t128_noviews method=$method seed=$seed")
     jobs+=("head_frozen dataset=office31_lite0_t128 backbone_lr_mult=0 method=$method seed=$seed")
     jobs+=("no_views_224 dataset=office31_lite0_t224 method=$method seed=$seed")
+    jobs+=("stages_5_on dataset=office31_lite0_s5_t128 method=$method seed=$seed")
   done
 done
 run() {

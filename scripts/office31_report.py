@@ -28,6 +28,8 @@ DEPARTURES = {
     "no_views": "no augmentation: every draw is the centre crop (the views not used)",
     "head_frozen": "head frozen too (backbone_lr_mult = 0: only the manifold layers and classifier learn)",
     "no_views_224": "224 px crops of 256 px images (the paper's size), no augmentation",
+    "stages_5_on": "stages 5 and 6 of the backbone fine-tuned with the head (2.67 M of its 3.37 M weights), on "
+                   "activations stored before stage 5 (the same 4 crops + flips, 128 px)",
 }
 BASE = {"no_views_224": "no_views"}
 """The form a departure's change of the gain is measured against (the study's form where not listed)."""

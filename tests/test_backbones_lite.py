@@ -9,6 +9,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
+import numpy as np
 import torch
 
 timm = pytest.importorskip("timm")
@@ -106,6 +107,27 @@ def test_the_head_on_stored_trunk_activations_is_the_whole_backbone():
         assert torch.allclose(top.eval()(trunk.flatten(1)), backbone(x), atol=1e-6)
     with pytest.raises(ValueError, match="320 x H x H"):
         build_backbone("efficientnet_lite0_top", pretrained=False, in_dim=320 * 15)
+
+
+@pytest.mark.parametrize("stage, shape", [(5, (112, 8, 8)), (6, (192, 4, 4))])
+def test_stages_on_a_trunk_stored_before_them_are_the_whole_backbone(stage, shape):
+    backbone, _ = build_backbone("efficientnet_lite0", pretrained=False)
+    x = (torch.rand(2, 3, 128, 128, generator=torch.Generator().manual_seed(3)) - MEAN) / STD
+    net = backbone[1].eval()
+    top, dim = build_backbone(f"efficientnet_lite0_from{stage}", pretrained=False, in_dim=int(np.prod(shape)))
+    assert dim == 1280 and len(top.blocks) == 7 - stage
+    # what it fine-tunes: exactly the stages from `stage` on and the head (timm's own parameter counts)
+    own = sum(p.numel() for p in [*net.blocks[stage:].parameters(), *net.conv_head.parameters(),
+                                  *net.bn2.parameters()])
+    assert sum(p.numel() for p in top.parameters()) == own
+    for mine, theirs in zip([*top.blocks, top.conv_head, top.bn2], [*net.blocks[stage:], net.conv_head, net.bn2]):
+        mine.load_state_dict(theirs.state_dict())
+    with torch.no_grad():
+        stored = eff.trunk(backbone.eval(), stage)(x)
+        assert stored.shape == (2, *shape)
+        assert torch.allclose(top.eval()(stored.flatten(1)), backbone(x), atol=1e-5)
+    with pytest.raises(ValueError, match=f"stage {stage} .* --trunk-stage {stage}"):
+        build_backbone(f"efficientnet_lite0_from{stage}", pretrained=False, in_dim=320 * 16 + 1)
 
 
 def test_own_architecture_from_timm_and_torchvision(tmp_path):

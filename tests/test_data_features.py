@@ -123,3 +123,56 @@ def test_trunk_views_feed_the_head_and_the_preset_of_their_dataset(isolated, mon
     preset = _preset("demo_trunk", "vanilla")
     assert preset["backbone"] == "efficientnet_lite0_top" and preset["lr"] == 1e-3   # the demo's preset, its head
     assert "crop" not in preset and "resize" not in preset        # the stored activations were cropped already
+
+
+def test_trunk_stage_stores_the_activations_before_that_stage_for_its_from_backbone(isolated, monkeypatch):
+    """``--trunk-stage 5``: X is the network up to (not including) stage 5 on the centre crop, and the runs on it
+    fine-tune stages 5.. and the head (``efficientnet_lite0_from5``); a stage the network has not is refused."""
+    pytest.importorskip("timm")
+    from dmp.config import _preset
+    from dmp.data.inputs import ImageListDataset, image_transforms
+    from dmp.models import build_backbone
+    from dmp.models.efficientnet import trunk
+
+    _small_demo(isolated, monkeypatch, 1)
+    parser = argparse.ArgumentParser()
+    cli.add_subparsers(parser.add_subparsers(dest="command"))
+    base = ["data", "extract-features", "demo", "--backbone", "efficientnet_lite0", "--no-pretrained", "--resize",
+            "40", "--crop", "32"]
+    torch.manual_seed(0)
+    assert cli.main(parser.parse_args(base + ["--out-name", "demo_s5", "--trunk-stage", "5"])) == 0
+    x, _ = splits.load_arrays("demo_s5", "noisy")
+    assert x.shape == (10, 112 * 2 * 2)                          # 112 channels x 2 x 2 before stage 5 at 32 px
+    torch.manual_seed(0)
+    backbone = build_backbone("efficientnet_lite0", pretrained=False)[0].eval()
+    images = ImageListDataset(registry.data_root("demo"), registry.list_file("demo", "noisy"),
+                              image_transforms(False, 40, 32))
+    with torch.no_grad():
+        assert np.allclose(x[3], trunk(backbone, 5)(images[3][0][None]).flatten(1).numpy()[0], atol=1e-5)
+    meta = dict(registry.get_dataset("demo_s5").meta)
+    assert meta["reads_it"] == '"efficientnet_lite0_from5"' and meta["trunk_stage"] == "5"
+    assert _preset("demo_s5", "vanilla")["backbone"] == "efficientnet_lite0_from5"
+    for bad in (["--backbone", "efficientnet_lite0", "--trunk-stage", "7"], ["--backbone", "smallcnn", "--trunk-stage", "2"]):
+        with pytest.raises(SystemExit):
+            cli.main(parser.parse_args(base[:3] + bad + ["--no-pretrained", "--out-name", "demo_bad"]))
+    assert not (registry.dataset_dir("demo_bad") / "dataset.yaml").exists()
+
+
+def test_someone_elses_features_in_the_data_folder_are_never_replaced(isolated, monkeypatch, tmp_path, capsys):
+    """With ``DMP_DATA_DIR=<dd>``, an existing ``<dd>/<out-name>/<domain>.npz`` (another user's, or an interrupted
+    extraction's) is refused in one line naming it, before any work, and left as it was."""
+    _small_demo(isolated, monkeypatch, 1)
+    dd = tmp_path / "dd"
+    theirs = dd / "ufeat2" / "solid.npz"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_bytes(b"their features")
+    monkeypatch.setenv("DMP_DATA_DIR", str(dd))
+    parser = argparse.ArgumentParser()
+    cli.add_subparsers(parser.add_subparsers(dest="command"))
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(parser.parse_args(["data", "extract-features", "demo", "--out-name", "ufeat2", "--backbone",
+                                    "smallcnn", "--no-pretrained", "--resize", "24", "--crop", "20"]))
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and "\n" not in err and str(theirs) in err and "never replaces" in err
+    assert theirs.read_bytes() == b"their features" and not (dd / "ufeat2" / "noisy.npz").exists()
+    assert not (registry.dataset_dir("ufeat2") / "dataset.yaml").exists()

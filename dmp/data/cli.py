@@ -68,6 +68,9 @@ def add_subparsers(subparsers) -> argparse.ArgumentParser:
                    "backbone=<backbone>_top runs, which fine-tune the head (efficientnet_lite*)")
     p.add_argument("--views", type=int, default=0, help="also store the trunk's activations of V random training "
                    "crops and flips of each image (X_views; implies --trunk; default: 0)")
+    p.add_argument("--trunk-stage", type=int, default=None, metavar="K",
+                   help="store the activations before stage K of the blocks instead of before the head, for "
+                   "backbone=<backbone>_from<K> runs, which fine-tune stages K.. and the head (implies --trunk)")
     data.set_defaults(func=main)
     return data
 
@@ -160,10 +163,10 @@ def main(args) -> int:
                                    pretrained=not args.no_pretrained, weights_path=args.weights_path,
                                    split=args.split, resize=args.resize, crop=args.crop,
                                    batch_size=args.batch_size, device=args.device, trunk=args.trunk,
-                                   views=args.views)
+                                   views=args.views, trunk_stage=args.trunk_stage)
             print(f"{args.out_name}: features written, spec {out}")
         return 0
-    except (FetchError, registry.DatasetMissingError, KeyError, ValueError) as exc:
+    except (FetchError, registry.DatasetMissingError, KeyError, ValueError, FileExistsError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"error: {msg}", file=sys.stderr)
         raise SystemExit(2) from None

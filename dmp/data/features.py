@@ -6,7 +6,8 @@ a new "features" dataset (``datasets/<out>/dataset.yaml`` + one ``<domain>.npz``
 ``<name>_top`` head, :data:`dmp.models.backbones.VECTOR_BACKBONES`) instead of its pooled output, so that runs with
 ``backbone=<name>_top`` fine-tune the head on them; ``views=V`` also stores ``X_views`` ``[N, V, D]``: the trunk's
 activations of V training views of each image (the training transform, random crop and flip, drawn from
-``(image index, view)``), of which each training draw takes one.
+``(image index, view)``), of which each training draw takes one; ``trunk_stage=k`` stores the activations before
+stage ``k`` instead, for ``backbone=<name>_from<k>`` runs, which fine-tune the stages from ``k`` on and the head.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from . import registry
 def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pretrained: bool = True,
                      weights_path: str | None = None, split: str = "full", resize: int = 256, crop: int = 224,
                      batch_size: int = 64, device: str = "cpu", progress: bool = True, trunk: bool = False,
-                     views: int = 0) -> Path:
+                     views: int = 0, trunk_stage: int | None = None) -> Path:
     """Extract features of every domain of image dataset ``name`` and register them as ``out_name``
     (kind "features"). The yaml is written last, so a crash never leaves a half-registered dataset.
     Returns the path of the dataset.yaml."""
@@ -51,14 +52,21 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
                               f"that dataset first")
     env = os.environ.get("DMP_DATA_DIR")
     out_root = Path(env).expanduser().resolve() / out_name if env else registry.dataset_dir(out_name) / "data"
+    taken = [out_root / f"{d.name}.npz" for d in spec.domains if (out_root / f"{d.name}.npz").exists()]
+    if taken:  # someone else's features (or those of an interrupted extraction): never replaced
+        raise FileExistsError(f"--out-name {out_name!r}: {taken[0]} exists; extract-features never replaces a file: "
+                              f"choose another --out-name, or delete {out_root} first")
     model, _ = build_backbone(backbone, pretrained=pretrained, weights_path=weights_path)
     weights_file = model.weights_file
-    head = f"{backbone}_top"
-    if (trunk or views) and head not in efficientnet.TOPS:
-        raise ValueError(f"--trunk / --views: backbone {backbone} has no head that reads its trunk (those that do: "
-                         f"{', '.join(t[:-len('_top')] for t in efficientnet.TOPS)})")
-    if trunk or views:
-        model = efficientnet.trunk(model)
+    trunk = bool(trunk or views or trunk_stage is not None)
+    head = efficientnet.head_name(backbone, trunk_stage)
+    if trunk and head not in efficientnet.TOPS:
+        raise ValueError(f"--trunk / --views / --trunk-stage: backbone {backbone} has no part that reads its trunk"
+                         f"{'' if trunk_stage is None else f' from stage {trunk_stage}'} (those that do: "
+                         f"{', '.join(sorted({t.rsplit('_', 1)[0] for t in efficientnet.TOPS}))}; stages "
+                         f"{', '.join(map(str, efficientnet.STAGES))})")
+    if trunk:
+        model = efficientnet.trunk(model, trunk_stage)
     model = model.to(device).eval()
     transform = image_transforms(False, resize, crop)
     train_tf = image_transforms(True, resize, crop)
@@ -87,8 +95,8 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
             "backbone": backbone, "feature_dim": int(x.shape[1]), "pretrained": bool(pretrained),
             "weights_path": weights_path, "weights_file": str(weights_file) if weights_file else None,
             "weights_sha256": sha256_file(weights_file) if weights_file else None,
-            "transform": repr(transform), "torch": str(torch.__version__), "trunk": bool(trunk or views),
-            **({"reads_it": head} if trunk or views else {}),
+            "transform": repr(transform), "torch": str(torch.__version__), "trunk": trunk,
+            **({"reads_it": head} if trunk else {}), **({"trunk_stage": int(trunk_stage)} if trunk_stage else {}),
             **({"views": int(views), "views_transform": repr(train_tf)} if views else {})}
     doc = {"kind": "features", "title": f"{backbone} features of {name} ({split})", "classes": list(spec.classes),
            "partial_classes": list(spec.partial_classes), "domains": domains,

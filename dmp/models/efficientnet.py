@@ -13,7 +13,9 @@ the wrong scaling.
 
 ``efficientnet_liteN_top`` is the same network cut before its last convolution (``conv_head``, 1x1, + BatchNorm):
 it reads the trunk's activations stored by ``dmp data extract-features --backbone efficientnet_liteN --trunk``
-(``[N, C*H*W]`` vectors) and fine-tunes the head on them (the CPU form of the Office-31 study, docs/evidence.md).
+(``[N, C*H*W]`` vectors) and fine-tunes the head on them (the CPU form of the Office-31 study, docs/evidence.md);
+``efficientnet_liteN_from<k>`` reads those stored before stage ``k`` (``--trunk-stage k``) and fine-tunes the stages
+from ``k`` on and the head.
 """
 from __future__ import annotations
 
@@ -128,29 +130,53 @@ def lite_network(variant: int, pretrained: bool = True, weights_path: str | None
     return model
 
 
-class LiteTop(nn.Module):
-    """The head of an EfficientNet-Lite (``conv_head`` 1x1 + BatchNorm + ReLU6, then the average pool) on trunk
-    activations stored as vectors ``[N, C*H*W]`` (C = the head's input channels, H = W)."""
+STAGES = (1, 2, 3, 4, 5, 6)
+"""The stages (``blocks[k]`` of timm's network, 7 of them) from which a stored trunk can be fine-tuned:
+``efficientnet_liteN_from<k>`` reads the activations stored before ``blocks[k]`` and fine-tunes ``blocks[k:]`` and
+the head; ``efficientnet_liteN_top`` reads those stored before the head and fine-tunes the head only."""
 
-    def __init__(self, network: nn.Module, in_dim: int):
+
+def _stage_channels(network: nn.Module, stage: int | None) -> int:
+    """The channels that ``blocks[stage]`` (the head's ``conv_head`` for ``None``) reads."""
+    if stage is None:
+        return network.conv_head.in_channels
+    return next(m for m in network.blocks[stage].modules() if isinstance(m, nn.Conv2d)).in_channels
+
+
+class LiteTop(nn.Module):
+    """What an EfficientNet-Lite computes after a stored trunk: ``blocks[stage:]`` (none for ``stage=None``), then
+    the head (``conv_head`` 1x1 + BatchNorm + ReLU6) and the average pool, on trunk activations stored as vectors
+    ``[N, C*H*W]`` (C = the channels that part reads, H = W)."""
+
+    def __init__(self, network: nn.Module, in_dim: int, stage: int | None = None):
         super().__init__()
-        c = network.conv_head.in_channels
+        c = _stage_channels(network, stage)
         side = int(round((in_dim / c) ** 0.5)) if in_dim % c == 0 else 0
         if side < 1 or c * side * side != in_dim:
-            raise ValueError(f"the head of this EfficientNet-Lite reads {c} x H x H trunk activations; features of "
-                             f"{in_dim} values are not (extract them with `dmp data extract-features --trunk`)")
+            where = "its head" if stage is None else f"its stage {stage}"
+            raise ValueError(f"{where} of this EfficientNet-Lite reads {c} x H x H trunk activations; features of "
+                             f"{in_dim} values are not (extract them with `dmp data extract-features --trunk"
+                             f"{'' if stage is None else f' --trunk-stage {stage}'}`)")
         self.shape = (c, side, side)
+        self.blocks = network.blocks[stage:] if stage is not None else nn.Sequential()
         self.conv_head, self.bn2, self.global_pool = network.conv_head, network.bn2, network.global_pool
         self.weights_file = network.weights_file
 
     def forward(self, x):
-        return self.global_pool(self.bn2(self.conv_head(x.view(len(x), *self.shape))))
+        x = self.blocks(x.view(len(x), *self.shape))
+        return self.global_pool(self.bn2(self.conv_head(x)))
 
 
-def trunk(network: nn.Module) -> nn.Module:
-    """Everything of a Lite backbone (:func:`_lite`) before its head: the input rescaling, the stem and the blocks."""
+def trunk(network: nn.Module, stage: int | None = None) -> nn.Module:
+    """Everything of a Lite backbone (:func:`_lite`) before its head (before ``blocks[stage]`` for a stage): the
+    input rescaling, the stem and the blocks."""
     rescale, net = network[0], network[1]
-    return nn.Sequential(rescale, net.conv_stem, net.bn1, net.blocks)
+    return nn.Sequential(rescale, net.conv_stem, net.bn1, net.blocks[:stage] if stage is not None else net.blocks)
+
+
+def head_name(backbone: str, stage: int | None = None) -> str:
+    """The backbone that reads the trunk of ``backbone`` stored before ``stage`` (before the head for ``None``)."""
+    return f"{backbone}_top" if stage is None else f"{backbone}_from{stage}"
 
 
 def _lite(variant):
@@ -162,16 +188,17 @@ def _lite(variant):
     return build
 
 
-def _lite_top(variant):
+def _lite_top(variant, stage=None):
     def build(pretrained=True, weights_path=None, in_dim=None, **_):
         if in_dim is None:
-            raise ValueError(f"efficientnet_lite{variant}_top reads trunk activations (a features dataset made by "
-                             f"`dmp data extract-features --trunk`), not images")
+            raise ValueError(f"{head_name(f'efficientnet_lite{variant}', stage)} reads trunk activations (a features "
+                             f"dataset made by `dmp data extract-features --trunk`), not images")
         net = lite_network(variant, pretrained, weights_path)
-        return LiteTop(net, in_dim), net.num_features
+        return LiteTop(net, in_dim, stage), net.num_features
     return build
 
 
-TOPS = tuple(f"efficientnet_lite{v}_top" for v in LITE_WEIGHTS)
-"""The heads that read stored trunk activations."""
-BUILDERS = {**{f"efficientnet_lite{v}": _lite(v) for v in LITE_WEIGHTS}, **{t: _lite_top(v) for v, t in enumerate(TOPS)}}
+_HEADS = {head_name(f"efficientnet_lite{v}", k): _lite_top(v, k) for v in LITE_WEIGHTS for k in (None, *STAGES)}
+TOPS = tuple(_HEADS)
+"""The backbones that read stored trunk activations (:func:`head_name`)."""
+BUILDERS = {**{f"efficientnet_lite{v}": _lite(v) for v in LITE_WEIGHTS}, **_HEADS}
