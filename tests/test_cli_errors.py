@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import dmp.train
 from dmp.cli import main
 from dmp.data.inputs import TensorDataset
 from synthetic import shift_task, small_cfg
+from tests import hang_guard
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -233,9 +233,7 @@ def test_module_entry_points_are_the_dmp_commands(capsys, module, command):
 ])
 def test_every_entry_point_prints_one_line_and_exits_2(tmp_path, module, args):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    proc = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    proc = hang_guard.run([sys.executable, "-m", module, *args], cwd=ROOT, quiet=600)
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
-    debug = subprocess.run([sys.executable, "-m", module, "--debug", *args], cwd=ROOT, capture_output=True,
-                           text=True, timeout=120)
+    debug = hang_guard.run([sys.executable, "-m", module, "--debug", *args], cwd=ROOT, quiet=600)
     assert debug.returncode == 1 and "Traceback" in debug.stderr

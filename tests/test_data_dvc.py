@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,6 +20,7 @@ from data_fixtures import isolated  # noqa: F401 (fixture)
 from test_data_user_images import FOLDER_COUNTS, FOLDERS_YAML, _zip, make_folders
 
 from dmp.data import cli, declare, registry
+from tests import hang_guard
 
 BIN = Path(sys.executable).parent
 DVC = shutil.which("dvc", path=str(BIN)) or shutil.which("dvc")
@@ -117,7 +117,7 @@ def repo(tmp_path):
                GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
 
     def run(*cmd):
-        res = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=240)
+        res = hang_guard.run(cmd, cwd=repo, env=env, quiet=1200)
         assert res.returncode == 0, f"{' '.join(cmd)} failed:\n{res.stdout}\n{res.stderr}"
         return res.stdout
 

@@ -3,11 +3,11 @@ cycles, top-level or inside functions), and each imports on its own in a fresh i
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests import hang_guard
 
 DATA = Path(__file__).resolve().parents[1] / "dmp" / "data"
 # spec -> fetch/verify -> lists -> loader -> Task; demo (the generator) and io at the bottom, the CLI on top
@@ -46,8 +46,7 @@ def test_imports_flow_one_way(module):
 def test_each_module_imports_alone():
     for modules in (["spec"], ["catalog"], ["registry"], ["verify"], ["fetch"], ["splits"], ["cli"]):
         code = "import importlib\n" + "\n".join(f"importlib.import_module('dmp.data.{m}')" for m in modules)
-        res = subprocess.run([sys.executable, "-c", code], cwd=DATA.parents[1], capture_output=True, text=True,
-                             timeout=120)
+        res = hang_guard.run([sys.executable, "-c", code], cwd=DATA.parents[1], quiet=600)
         assert res.returncode == 0, res.stderr
 
 

@@ -8,7 +8,6 @@ import argparse
 import hashlib
 import io
 import json
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -21,6 +20,7 @@ from PIL import Image
 
 from dmp.cli import main as dmp_main
 from dmp.data import cli, registry
+from tests import hang_guard
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -407,8 +407,8 @@ def test_a_folder_and_a_list_dataset_run_through_snakemake_to_a_table(tmp_path, 
     cfg["tables"]["vanilla"]["methods"] = ["dmp"]
     cfg["tables"]["vanilla"]["datasets"]["mylists"] = {"tasks": ["c->r"]}
     (tmp_path / "mine.yaml").write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "all_tables", "--configfile",
-                           str(tmp_path / "mine.yaml")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = hang_guard.run([sys.executable, "-m", "snakemake", "--cores", "1", "all_tables", "--configfile",
+                           str(tmp_path / "mine.yaml")], cwd=ROOT, quiet=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     table = (results / "tables" / "vanilla.md").read_text()
     assert "| DMP " in table and "S->P" in table and "c->r" in table

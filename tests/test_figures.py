@@ -9,7 +9,6 @@ import copy
 import dataclasses
 import importlib.util
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import yaml
 from dmp.figures.cli import build
 from dmp.figures.plan import FIGURES, FigurePlan
 from dmp.suite import Run, Suite, variant_name, variant_values
+from tests import hang_guard
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -350,8 +350,8 @@ def test_dry_run_of_all_on_the_paper_config_counts_table_and_figure_jobs():
     from test_workflow import expected_train_jobs
 
     cfg = load("config.yaml")
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "--quiet", "rules"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=3600)  # a hang guard: 145 s on 2 idle cores, over 600 s on a loaded machine
+    proc = hang_guard.run([sys.executable, "-m", "snakemake", "-n", "all", "--quiet", "rules"], cwd=ROOT,
+                          quiet=3600)  # silent until done: 145 s on 2 idle cores, over 600 s on a loaded one
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     counts = _job_counts(proc.stdout)
     figs, seeds = cfg["figures"], len(cfg["seeds"])

@@ -15,6 +15,9 @@ import pytest
 
 from dmp.train import devices
 from dmp.train.devices import GpuSlotError, gpu_slot, slot_devices
+from tests.hang_guard import wait
+
+HANG = 600  # seconds in all for a test's fake jobs to end: a guard against a hang (they take about one idle)
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WAITING = "are taken; waiting for one"  # what gpu_slot says (once) when every slot is taken and it starts waiting
@@ -80,20 +83,20 @@ def events(out):
 
 def test_four_concurrent_jobs_get_four_distinct_devices(jobs):
     procs, out = jobs(4, 4)
-    assert [p.wait(timeout=90) for p in procs] == [0] * 4
+    assert _wait(procs, out) == [0] * 4
     assert sorted(p.read_text() for p in out.glob("*.dev")) == ["0", "1", "2", "3"]
     assert [e for e, _ in events(out)] == ["claimed"] * 4 + ["released"] * 4  # all four held a slot at once
 
 
 def test_jobs_take_the_devices_listed_in_cuda_visible_devices(jobs):
     procs, out = jobs(2, 2, CUDA_VISIBLE_DEVICES="5,2,7")
-    assert [p.wait(timeout=90) for p in procs] == [0, 0]
+    assert _wait(procs, out) == [0, 0]
     assert sorted(p.read_text() for p in out.glob("*.dev")) == ["2", "5"]
 
 
 def test_a_crashed_job_frees_its_slot(jobs, tmp_path, capsys):
     procs, out = jobs(1, 1, mode="crash")
-    assert procs[0].wait(timeout=90) == -signal.SIGKILL
+    assert _wait(procs, out) == [-signal.SIGKILL]
     assert [p.read_text() for p in out.glob("*.dev")] == ["0"]
     assert events(out) == [("claimed", procs[0].pid)]  # killed while holding the slot: it never released it
     env = {"DMP_GPU_SLOTS": "1", "DMP_GPU_LOCK_DIR": str(tmp_path / "locks")}
@@ -112,10 +115,41 @@ def test_a_second_claim_is_granted_only_after_the_first_is_released(jobs):
     # the second job found the only slot taken (the holder cannot let it go before a second device is recorded)
     assert WAITING in second.stderr.readline()
     (out / "other.dev").write_text("-")  # lets the holder end
-    assert [holder.wait(timeout=90), second.wait(timeout=90)] == [0, 0]
+    assert _wait([holder, second], out) == [0, 0]
     assert events(out) == [("claimed", holder.pid), ("released", holder.pid),
                            ("claimed", second.pid), ("released", second.pid)]
     assert (out / f"{second.pid}.dev").read_text() == "0"
+
+
+def test_more_visible_devices_than_slots_a_job_stays_within_its_slots(jobs, tmp_path):
+    """CUDA_VISIBLE_DEVICES lists 4 devices, DMP_GPU_SLOTS is 2: with both slots held (here, by this process), a
+    third job waits for one of the two (it never takes a third visible device); once one is free it gets it."""
+    env = {"DMP_GPU_SLOTS": "2", "DMP_GPU_LOCK_DIR": str(tmp_path / "locks"), "CUDA_VISIBLE_DEVICES": "5,2,7,9"}
+    assert slot_devices(env) == ["5", "2"]
+    first, second = dict(env), dict(env)
+    with gpu_slot(first, poll=0.05) as a, gpu_slot(second, poll=0.05) as b:
+        assert (a, b) == ({"slot": 0, "device": "5"}, {"slot": 1, "device": "2"})
+        (job,), out = jobs(1, 2, wait_for=1, stderr=subprocess.PIPE, CUDA_VISIBLE_DEVICES="5,2,7,9")
+        # it says it waits (after trying the two slots) instead of recording a device: a job that took device 7
+        # or 9 would have written its device and ended without a word
+        line = job.stderr.readline()
+        assert WAITING in line, f"the third job did not wait: stderr {line!r}, devices {_devices(out)}"
+        assert _devices(out) == []
+    assert _wait([job], out) == [0]  # it ended once a slot was free
+    assert _devices(out) in (["5"], ["2"])
+    assert sorted(p.name for p in (tmp_path / "locks").iterdir()) == ["gpu2.lock", "gpu5.lock"]
+
+
+def _devices(out):
+    return [p.read_text() for p in out.glob("*.dev")]
+
+
+def _wait(procs, out):
+    """The jobs' exit statuses; a hang fails naming the jobs still running, what they logged and the devices."""
+    def said():
+        log = (out / "events").read_text().split("\n") if (out / "events").exists() else []
+        return f"their events: {[line for line in log if line]}; devices recorded: {sorted(_devices(out))}"
+    return wait(procs, limit=HANG, what=said)
 
 
 def test_assigned_devices_are_left_alone():

@@ -19,6 +19,7 @@ from dmp.config import resolve
 from dmp.data import cache, registry, splits
 from dmp.data.demo import generate
 from dmp.data.inputs import BatchStream, CachedImages, build_task, eval_loader
+from tests import hang_guard
 
 
 def _demo(isolated, per_class=3, odd_sizes=True):
@@ -161,7 +162,6 @@ def test_train_jobs_with_the_cache_depend_on_the_cache_of_their_domains(tmp_path
     same row without the key has no cache job."""
     import os
     import re
-    import subprocess
     import sys
 
     import yaml
@@ -171,8 +171,8 @@ def test_train_jobs_with_the_cache_depend_on_the_cache_of_their_domains(tmp_path
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
     out = {}
     for extra in ([], ["--configfile", str(tmp_path / "c.yaml")]):
-        proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "row_vanilla_office31_dmp", *extra], cwd=root,
-                              capture_output=True, text=True, timeout=300)
+        proc = hang_guard.run([sys.executable, "-m", "snakemake", "-n", "row_vanilla_office31_dmp", *extra], cwd=root,
+                              quiet=1800)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         out[bool(extra)] = proc.stdout
     assert "input_cache_office31" not in out[False]

@@ -10,6 +10,7 @@ from dmp.config import ConfigError
 from dmp.run_lock import RunFolderBusy
 from dmp.train import train
 from synthetic import shift_task, small_cfg
+from tests import hang_guard
 
 CFG = small_cfg(iterations=20, intra_start=5, log_every=10)
 
@@ -192,9 +193,9 @@ def test_the_command_line_refuses_a_busy_folder_with_one_line(tmp_path):
 
     holder = hold_lock(tmp_path / "run")
     try:
-        proc = subprocess.run([sys.executable, "-m", "dmp", "train", "--out", str(tmp_path / "run"), "dataset=demo",
+        proc = hang_guard.run([sys.executable, "-m", "dmp", "train", "--out", str(tmp_path / "run"), "dataset=demo",
                                "source=S", "target=O", "iterations=5"], cwd=Path(__file__).resolve().parents[1],
-                              capture_output=True, text=True, timeout=120)
+                              quiet=600)
     finally:
         holder.kill()
         holder.wait()

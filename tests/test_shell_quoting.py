@@ -3,20 +3,20 @@ a ``;`` is one word, never shell syntax."""
 from __future__ import annotations
 
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from tests import hang_guard
 
 pytestmark = pytest.mark.slow  # both run Snakemake
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def snakemake(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+def snakemake(*args, quiet=1800):
+    """Snakemake's output; a hang guard of ``quiet`` seconds without output (tests/hang_guard.py)."""
+    return hang_guard.run([sys.executable, "-m", "snakemake", *args], cwd=ROOT, quiet=quiet)
 
 
 def weird_config(tmp_path, name: str) -> tuple[Path, str, Path]:

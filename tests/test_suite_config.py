@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 import yaml
 
 from dmp.suite import Suite
+from tests import hang_guard
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -90,8 +90,8 @@ def test_a_bad_config_fails_the_dry_run_at_once_with_one_message(tmp_path):
     cfg["overrides"][2]["set"]["lambda1"] = -1
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all_tables", "--configfile", str(path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = hang_guard.run([sys.executable, "-m", "snakemake", "-n", "all_tables", "--configfile", str(path)],
+                          cwd=ROOT, quiet=1800)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     message = "config overrides[2].set.lambda1 = -1 is invalid: expected a finite number >= 0"
@@ -136,9 +136,9 @@ def test_snakemake_retrains_a_run_whose_metrics_are_no_result_of_it(tmp_path):
     metrics = json.loads(foreign.read_text())
     metrics["config"].update(iterations=2, lambda2=0.0)
     foreign.write_text(json.dumps(metrics))
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", str(foreign), str(fine), str(unfinished),
+    proc = hang_guard.run([sys.executable, "-m", "snakemake", "-n", str(foreign), str(fine), str(unfinished),
                            "--quiet", "rules", "--configfile", str(tmp_path / "cfg.yaml")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+                          quiet=1800)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"^train\s+2$", proc.stdout, re.M), proc.stdout
     mark = foreign.with_name(STALE_MARK)

@@ -475,3 +475,30 @@ def test_a_perfect_accuracy_and_a_zero_time_are_results(tmp_path):
     assert md_row(office, "CDAN (reported)")[2] == "**100.0** ± 0.0"  # a tie: both bold
     source_only = md_row((tmp_path / "tables" / "time.md").read_text(), "Source only")
     assert source_only[0] == "**0.0** ± 0.0"
+
+
+def test_weights_at_another_path_are_the_same_weights_only_with_the_same_bytes(tmp_path):
+    """A run that recorded another weights file is used only when the recorded sha256 is the expected file's: a copy
+    of the weights moved elsewhere is the same run; another file is another run, footnoted."""
+    import hashlib
+
+    from dmp.tables.aggregate import read_metrics
+
+    weights, copy, other = (tmp_path / n for n in ("w.pt", "copy.pt", "other.pt"))
+    weights.write_bytes(b"weights A")
+    copy.write_bytes(b"weights A")
+    other.write_bytes(b"weights B")
+    run = Run("office31", "vanilla", "A->W", "dmp", "G", "full", "full", 0)
+    metrics = json.loads(Path(run.metrics_path(RUNS_ROOT)).read_text())
+    expected = {**metrics["config"], "weights_path": str(weights)}
+
+    def verdict(path):
+        recorded = {**metrics, "config": {**metrics["config"], "weights_path": str(path)},
+                    "weights_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+        (tmp_path / "metrics.json").write_text(json.dumps(recorded))
+        return read_metrics(tmp_path / "metrics.json", expected, [("accuracy",)])
+
+    assert verdict(weights)[1] is None and verdict(copy)[1] is None
+    assert verdict(copy)[0]["accuracy"] == metrics["accuracy"]
+    used, why = verdict(other)
+    assert used is None and why.startswith("a run of another config: weights_path '") and "/other.pt' (expected '" in why

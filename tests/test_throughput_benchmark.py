@@ -2,11 +2,11 @@
 are measurements, not checked here)."""
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests import hang_guard
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -15,11 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_small_cpu_run_prints_every_figure(tmp_path):
     out = tmp_path / "figures.json"
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run(
+    proc = hang_guard.run(
         [sys.executable, str(ROOT / "benchmarks" / "throughput.py"), "--size", "small", "--device", "cpu",
          "--crop", "32", "--batch", "2", "--steps", "1", "--warmup", "1", "--images", "4", "--workers", "1",
          "--threads", "1", "--json", str(out)],
-        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+        quiet=1800, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout
     for label in ("RANDOM-INIT ResNet-50 (timing only", "input pipeline alone", "model step alone",
@@ -48,11 +48,11 @@ def test_compiled_cached_run_compiles_the_reference_too_and_counts_no_ops(tmp_pa
     compiled step with an eager one), and the eager-only op count is skipped, not printed for the graphs."""
     out = tmp_path / "figures.json"
     env = dict(os.environ, OMP_NUM_THREADS="1", DMP_COMPILE_BACKEND="aot_eager")
-    proc = subprocess.run(
+    proc = hang_guard.run(
         [sys.executable, str(ROOT / "benchmarks" / "throughput.py"), "--size", "small", "--device", "cpu",
          "--crop", "32", "--batch", "2", "--steps", "1", "--warmup", "1", "--images", "4", "--threads", "1",
          "--input-cache", "--compile", "step", "--json", str(out)],
-        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+        quiet=1800, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     r = json.loads(out.read_text())
     assert r["compile"] == "step" and r["input_cache"] and r["ops_per_step"] is None and r["two_domain_ce_compiled"]

@@ -15,6 +15,7 @@ import torch
 from dmp.config import ConfigError, parse_overrides, resolve
 from dmp.train import train
 from synthetic import shift_task, small_cfg
+from tests import hang_guard
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,7 +91,7 @@ def test_killed_process_resumes_to_the_same_numbers(tmp_path):
         "train(small_cfg(iterations=400, checkpoint_every=20, intra_start=50), sys.argv[1], task=shift_task(),"
         " progress=False)\n" % (str(ROOT), str(ROOT / "tests")))
     ref = tmp_path / "ref"
-    subprocess.run([sys.executable, script, ref], check=True, timeout=300)
+    hang_guard.run([sys.executable, script, ref], check=True, quiet=1200)
     run = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, script, run, "stall"])
     try:
@@ -106,7 +107,7 @@ def test_killed_process_resumes_to_the_same_numbers(tmp_path):
         proc.wait()
     assert not (run / "metrics.json").exists()
     leftovers = [p.name for p in run.iterdir() if ".tmp" in p.name]  # atomic writes: .NAME.XXXX.tmp.EXT
-    subprocess.run([sys.executable, script, run], check=True, timeout=300)
+    hang_guard.run([sys.executable, script, run], check=True, quiet=1200)
     a, b = (json.loads((d / "metrics.json").read_text()) for d in (ref, run))
     assert outcome(a) == outcome(b)
     assert (ref / "log.csv").read_text() == (run / "log.csv").read_text()

@@ -6,7 +6,6 @@ import copy
 import importlib.util
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import yaml
 
 from dmp import suite as suite_lib
 from dmp.suite import Suite, prepare, yaml_value
+from tests import hang_guard
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -25,8 +25,9 @@ def load(name: str) -> dict:
     return yaml.safe_load((ROOT / "config" / name).read_text())
 
 
-def snakemake(*args, timeout=300):
-    return subprocess.run([*SNAKEMAKE, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+def snakemake(*args, quiet=1800):
+    """Snakemake's output; a hang guard of ``quiet`` seconds without output (tests/hang_guard.py)."""
+    return hang_guard.run([*SNAKEMAKE, *args], cwd=ROOT, quiet=quiet)
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -322,7 +323,7 @@ def test_signature_changes_with_arguments_and_training_code_not_table_code(tmp_p
 # ----------------------------------------------------------------------------- reduced demo, end to end
 def _trainer_available() -> str | None:
     for cmd in (["train", "--help"], ["data", "demo", "--help"]):
-        proc = subprocess.run([sys.executable, "-m", "dmp", *cmd], cwd=ROOT, capture_output=True, timeout=120)
+        proc = hang_guard.run([sys.executable, "-m", "dmp", *cmd], cwd=ROOT, text=False, quiet=600)
         if proc.returncode != 0:
             return f"`python -m dmp {' '.join(cmd)}` does not work yet"
     return None
@@ -346,7 +347,8 @@ def test_reduced_demo_end_to_end(tmp_path):
     path = tmp_path / "reduced.yaml"
     path.write_text(yaml.safe_dump(cfg))
     code_before = suite_lib.training_code_version.__wrapped__()
-    proc = snakemake("--cores", "2", "all_tables", "--configfile", str(path), timeout=900)
+    # a hang guard by progress: Snakemake writes a line as each job starts and ends (tests/hang_guard.py)
+    proc = snakemake("--cores", "2", "all_tables", "--configfile", str(path), quiet=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     tables = tmp_path / "results" / "tables"
     for table in cfg["tables"]:
