@@ -30,15 +30,26 @@ def _choice(*values):
     return dict(check=lambda v: v in values, expect="one of " + ", ".join(map(str, values)), choices=values)
 
 
-def _nonneg():
-    return dict(check=lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf,
-                expect="a finite number >= 0")
+def _nonneg(most=math.inf):
+    """A finite number >= 0; with ``most``, at most that (a weight or a norm whose square must stay finite in
+    float32: a larger one makes the first loss non-finite instead of naming the key)."""
+    bound = f" and at most {most:g}" if most < math.inf else ""
+    return dict(check=lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf
+                and v <= most, expect="a finite number >= 0" + bound)
 
 
-def _pos_int(allow_none=False):
+def _pos_int(allow_none=False, most=None):
+    """A positive integer (or null); with ``most``, at most that (a width: bounded before anything is allocated)."""
     def check(v):
-        return (allow_none and v is None) or (isinstance(v, int) and not isinstance(v, bool) and v > 0)
-    return dict(check=check, expect="a positive integer" + (" or null" if allow_none else ""))
+        return (allow_none and v is None) or (isinstance(v, int) and not isinstance(v, bool) and 0 < v
+                                              and (most is None or v <= most))
+    return dict(check=check, expect="a positive integer" + (f" <= {most}" if most is not None else "")
+                + (" or null" if allow_none else ""))
+
+
+# Bounds of method-scoped keys: far above any setting of a paper or its code, below what overflows or exhausts memory.
+MAX_WIDTH = 16384  # a hidden layer's width: 16384 x 16384 float32 weights are 1 GiB
+MAX_WEIGHT = 1e6  # a loss weight or a target norm (squared: 1e12, finite in float32)
 
 
 def _int_ge0():

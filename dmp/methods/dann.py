@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from .. import losses
-from ..params import Param, _nonneg, _pos_int
+from ..params import MAX_WIDTH, Param, _nonneg, _pos_int
 from . import register
 from .base import Method, StepContext
 
@@ -42,7 +42,7 @@ class DANN(Method):
                                 source="official code of CDAN, PADA and BSP: trade_off = 1.0 (the reversal "
                                        "coefficient 2/(1+exp(-10p))-1 scales the reversed gradient)"),
         "dann_hidden": Param(1024, "width of the two hidden layers of the domain discriminators (every adversarial "
-                             "comparison method)", **_pos_int(),
+                             "comparison method)", **_pos_int(most=MAX_WIDTH),
                              source="DANN, JMLR 2016, the Office experiments' domain classifier x -> 1024 -> 1024 "
                                     "-> 1; AdversarialNetwork(in, 1024) in the CDAN/PADA/BSP code"),
     }

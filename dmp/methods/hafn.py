@@ -6,7 +6,7 @@ manifold layer). Every choice and its source: docs/method.md, "Comparison method
 from __future__ import annotations
 
 from .. import losses
-from ..params import Param, _nonneg
+from ..params import MAX_WEIGHT, Param, _nonneg
 from . import register
 from .base import Method, StepContext
 
@@ -25,7 +25,7 @@ class HAFN(Method):
         "afn_weight": Param(0.05, "weight lambda of the feature-norm term of HAFN and SAFN", **_nonneg(),
                             source="AFN, ICCV 2019: lambda = 0.05; weight_L2norm = 0.05 in the official train.py "
                                    "of every task"),
-        "hafn_radius": Param(25.0, "HAFN's target feature norm R", **_nonneg(),
+        "hafn_radius": Param(25.0, "HAFN's target feature norm R", **_nonneg(most=MAX_WEIGHT),
                              source="AFN, ICCV 2019, Sec. 'Hard Adaptive Feature Norm' (R = 25); radius = 25.0 in "
                                     "the official vanilla/Office31/HAFN train.py"),
     }

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from .. import losses
-from ..params import Param, _nonneg
+from ..params import MAX_WEIGHT, Param, _nonneg
 from . import register
 from .base import Method, StepContext
 from .dann import adversarial_term
@@ -30,7 +30,7 @@ class IWAN(Method):
              "examples/domain_adaptation/partial_domain_adaptation/iwan.py)")
     params = {
         "iwan_trade_off": Param(3.0, "IWAN: weight of the weighted adversarial term (1.5 times it weighs the "
-                                "auxiliary discriminator's own loss)", **_nonneg(),
+                                "auxiliary discriminator's own loss)", **_nonneg(most=MAX_WEIGHT),
                                 source="Transfer-Learning-Library iwan.py: --trade-off 3, loss = cls + 1.5 * trade_off"
                                        " * adv_D + trade_off * adv_D0 + gamma * entropy"),
         "iwan_entropy_weight": Param(0.1, "IWAN: weight of the target entropy", **_nonneg(),
