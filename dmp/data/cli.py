@@ -85,6 +85,17 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 500M or 20G)") from None
 
 
+def _presence(registry, spec) -> str:
+    """Whether the dataset's files are on this machine (where the pipeline reads them), for ``data list``."""
+    try:
+        registry.require_dataset(spec.name)
+    except registry.DatasetMissingError:
+        if spec.generated:
+            return "not generated (dmp data demo)"
+        return f"not fetched (dmp data fetch {spec.name})" if spec.archives or spec.kind == "images" else "not in place"
+    return "data in place"
+
+
 def main(args) -> int:
     """Run a parsed ``data`` command and return 0; on a data error print it (no traceback) and exit 1."""
     from . import declare, fetch, registry, splits, verify
@@ -102,7 +113,7 @@ def main(args) -> int:
                 except ValueError as exc:
                     broken[n] = str(exc)
             if args.json:
-                print(json.dumps([as_dict(s) for s in specs]
+                print(json.dumps([{**as_dict(s), "data": _presence(registry, s)} for s in specs]
                                  + [{"name": n, "broken": why} for n, why in broken.items()], indent=2))
             else:
                 for n, why in broken.items():
@@ -112,7 +123,7 @@ def main(args) -> int:
                     about = s.title + (f"; {s.release}" if s.release else "")
                     classes = (f"{len(s.classes):3d} classes" if s.classes or not s.classes_from
                                else f"classes from its {s.classes_from} (data not in place)")
-                    print(f"{s.name:18s} {s.kind:8s} {classes}  {doms}  [{about}]")
+                    print(f"{s.name:18s} {s.kind:8s} {classes}  {doms}  [{about}]  {_presence(registry, s)}")
         elif cmd == "fetch":
             root = fetch.fetch(args.name, verify_images=args.verify_images, retries=args.retries,
                                timeout=args.timeout, deadline=args.deadline, max_size=args.max_size)

@@ -8,6 +8,7 @@ Committed per dataset in ``datasets/<name>/``: ``lists/<domain>_<split>.txt`` (`
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import hashlib
 import json
@@ -86,7 +87,9 @@ def get_dataset(name: str, classes_from_data: bool = True) -> DatasetSpec:
     its classes not yet read from the data (the DVC declarations, which must not change when the data arrives)."""
     specs = _all_specs()
     if name not in specs:
-        raise KeyError(f"unknown dataset {name!r}; known datasets: {', '.join(specs)} (user declarations: "
+        close = difflib.get_close_matches(str(name), list(specs), n=3, cutoff=0.6)
+        raise KeyError(f"unknown dataset {name!r}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+                       + f"; known datasets: {', '.join(specs)} (user declarations: "
                        f"{', '.join(str(d / '<name>' / 'dataset.yaml') for d in declaration_dirs())})")
     if isinstance(specs[name], BrokenDeclaration):
         raise ValueError(specs[name].reason)
