@@ -12,6 +12,7 @@ from . import suite
 from .commands import DEBUG_HELP, dispatch, finish
 from .data import cli as data_cli
 from .figures import cli as figures_cli
+from .models import extract
 from .tables import cli as tables_cli
 
 
@@ -115,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar (the recipe fixes the thread count, so "
                    "every machine writes the same file)")
     p.set_defaults(func=_pretrain_demo)
-    for module in (data_cli, tables_cli, figures_cli, suite):
+    data_cli.add_subparsers(sub, extensions=(extract.add_parser,))
+    for module in (tables_cli, figures_cli, suite):
         module.add_subparsers(sub)
     finish(parser)
     return parser

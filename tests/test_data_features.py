@@ -2,16 +2,21 @@
 yaml records the backbone, weights and transform."""
 from __future__ import annotations
 
-import argparse
 
 import numpy as np
 import pytest
 import yaml
 from data_fixtures import isolated  # noqa: F401 (fixture)
 
-from dmp.data import cli, registry, splits
+from dmp.cli import build_parser
+from dmp.data import registry, splits
 
 torch = pytest.importorskip("torch")
+
+
+def _run(parser, argv):
+    args = parser.parse_args(argv)
+    return args.func(args)
 
 
 def _small_demo(isolated, monkeypatch, per_class: int):
@@ -38,11 +43,10 @@ def test_extract_features_from_demo(isolated, monkeypatch):
     net.weights_file = weights  # a builder's contract: the file its weights came from (hashed into the metadata)
     monkeypatch.setitem(backbones.BACKBONES, "tiny", lambda weights_path=None, **_: (
         net.load_state_dict(torch.load(weights_path, weights_only=True)) and None or net, 4))
-    parser = argparse.ArgumentParser()
-    cli.add_subparsers(parser.add_subparsers(dest="command"))
+    parser = build_parser()
     args = parser.parse_args(["data", "extract-features", "demo", "--out-name", "demo_tiny", "--backbone", "tiny",
                               "--weights-path", str(weights), "--resize", "32", "--crop", "28"])
-    assert cli.main(args) == 0
+    assert args.func(args) == 0
     spec = registry.get_dataset("demo_tiny")
     assert spec.kind == "features" and spec.classes == registry.get_dataset("demo").classes
     x, y = splits.load_arrays("demo_tiny", "noisy")
@@ -64,7 +68,7 @@ def test_extract_features_from_demo(isolated, monkeypatch):
 
 
 def test_extract_features_needs_the_images(isolated):
-    from dmp.data.features import extract_features
+    from dmp.models.extract import extract_features
 
     with pytest.raises(registry.DatasetMissingError, match="python -m dmp data demo"):
         extract_features("demo", "x", backbone="smallcnn", pretrained=False)
@@ -73,7 +77,7 @@ def test_extract_features_needs_the_images(isolated):
 def test_an_existing_dataset_is_never_replaced(isolated):
     """Issue 23: ``--out-name`` naming a dataset that exists (a user's, or an earlier extraction) is refused before any
     work; its dataset.yaml is left as it was."""
-    from dmp.data.features import extract_features
+    from dmp.models.extract import extract_features
 
     yml = registry.dataset_dir("mine") / "dataset.yaml"
     yml.parent.mkdir(parents=True, exist_ok=True)
@@ -90,18 +94,17 @@ def test_trunk_views_feed_the_head_and_the_preset_of_their_dataset(isolated, mon
     preset of the dataset the images came from, with the head of that trunk."""
     pytest.importorskip("timm")
     from dmp.config import _preset
-    from dmp.data.features import _Views
+    from dmp.models.extract import _Views
     from dmp.data.inputs import ImageListDataset, TensorDataset, image_transforms
     from dmp.models import build_backbone
     from dmp.models.efficientnet import trunk
 
     _small_demo(isolated, monkeypatch, 1)
-    parser = argparse.ArgumentParser()
-    cli.add_subparsers(parser.add_subparsers(dest="command"))
+    parser = build_parser()
     args = parser.parse_args(["data", "extract-features", "demo", "--out-name", "demo_trunk", "--backbone",
                               "efficientnet_lite0", "--no-pretrained", "--resize", "40", "--crop", "32", "--views", "2"])
     torch.manual_seed(0)  # the random initialisation of the trunk; the reference below is built the same way
-    assert cli.main(args) == 0
+    assert args.func(args) == 0
     x, _ = splits.load_arrays("demo_trunk", "noisy")
     views = splits.load_views("demo_trunk", "noisy")
     assert x.shape == (10, 320) and views.shape == (10, 2, 320)   # 320 channels x 1 x 1 at 32 px
@@ -135,12 +138,11 @@ def test_trunk_stage_stores_the_activations_before_that_stage_for_its_from_backb
     from dmp.models.efficientnet import trunk
 
     _small_demo(isolated, monkeypatch, 1)
-    parser = argparse.ArgumentParser()
-    cli.add_subparsers(parser.add_subparsers(dest="command"))
+    parser = build_parser()
     base = ["data", "extract-features", "demo", "--backbone", "efficientnet_lite0", "--no-pretrained", "--resize",
             "40", "--crop", "32"]
     torch.manual_seed(0)
-    assert cli.main(parser.parse_args(base + ["--out-name", "demo_s5", "--trunk-stage", "5"])) == 0
+    assert _run(parser, base + ["--out-name", "demo_s5", "--trunk-stage", "5"]) == 0
     x, _ = splits.load_arrays("demo_s5", "noisy")
     assert x.shape == (10, 112 * 2 * 2)                          # 112 channels x 2 x 2 before stage 5 at 32 px
     torch.manual_seed(0)
@@ -154,7 +156,7 @@ def test_trunk_stage_stores_the_activations_before_that_stage_for_its_from_backb
     assert _preset("demo_s5", "vanilla")["backbone"] == "efficientnet_lite0_from5"
     for bad in (["--backbone", "efficientnet_lite0", "--trunk-stage", "7"], ["--backbone", "smallcnn", "--trunk-stage", "2"]):
         with pytest.raises(SystemExit):
-            cli.main(parser.parse_args(base[:3] + bad + ["--no-pretrained", "--out-name", "demo_bad"]))
+            _run(parser, base[:3] + bad + ["--no-pretrained", "--out-name", "demo_bad"])
     assert not (registry.dataset_dir("demo_bad") / "dataset.yaml").exists()
 
 
@@ -167,11 +169,10 @@ def test_someone_elses_features_in_the_data_folder_are_never_replaced(isolated, 
     theirs.parent.mkdir(parents=True)
     theirs.write_bytes(b"their features")
     monkeypatch.setenv("DMP_DATA_DIR", str(dd))
-    parser = argparse.ArgumentParser()
-    cli.add_subparsers(parser.add_subparsers(dest="command"))
+    parser = build_parser()
     with pytest.raises(SystemExit) as exit_:
-        cli.main(parser.parse_args(["data", "extract-features", "demo", "--out-name", "ufeat2", "--backbone",
-                                    "smallcnn", "--no-pretrained", "--resize", "24", "--crop", "20"]))
+        _run(parser, ["data", "extract-features", "demo", "--out-name", "ufeat2", "--backbone", "smallcnn",
+                      "--no-pretrained", "--resize", "24", "--crop", "20"])
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and "\n" not in err and str(theirs) in err and "never replaces" in err
     assert theirs.read_bytes() == b"their features" and not (dd / "ufeat2" / "noisy.npz").exists()

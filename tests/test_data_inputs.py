@@ -171,7 +171,7 @@ def test_declared_sample_shape_must_fit(isolated, monkeypatch):
 
 @pytest.mark.parametrize("out", ["../../escaped", "/tmp/escaped", "a/b", ".."])
 def test_extract_features_never_writes_outside_datasets(isolated, out, tmp_path):
-    from dmp.data.features import extract_features
+    from dmp.models.extract import extract_features
 
     with pytest.raises(ValueError, match="--out-name"):
         extract_features("demo", out, backbone="smallcnn", pretrained=False)

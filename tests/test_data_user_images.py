@@ -4,7 +4,6 @@ outside the checkout (DMP_DATASETS_DIR), with domains as class folders (DomainBe
 extract-features; every bad declaration a one-line error naming the file and key."""
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
 import json
@@ -18,8 +17,9 @@ import yaml
 from data_fixtures import isolated, server  # noqa: F401 (fixtures)
 from PIL import Image
 
+from dmp.cli import build_parser
 from dmp.cli import main as dmp_main
-from dmp.data import cli, registry
+from dmp.data import registry
 from tests import hang_guard
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,9 +101,8 @@ def user(isolated, monkeypatch):
 
 
 def _data(*argv) -> int:
-    parser = argparse.ArgumentParser()
-    cli.add_subparsers(parser.add_subparsers(dest="command"))
-    return cli.main(parser.parse_args(["data", *argv]))
+    args = build_parser().parse_args(["data", *argv])
+    return args.func(args)
 
 
 def _error(capsys, *argv) -> str:

@@ -9,8 +9,9 @@ import json
 import sys
 
 
-def add_subparsers(subparsers) -> argparse.ArgumentParser:
-    """Add the ``data`` command (with its sub-commands) to an argparse ``subparsers`` object."""
+def add_subparsers(subparsers, extensions=()) -> argparse.ArgumentParser:
+    """Add the ``data`` command (with its sub-commands) to an argparse ``subparsers`` object; each of
+    ``extensions`` (``add(sub)``) adds one more sub-command that runs its own ``func``."""
     data = subparsers.add_parser("data", help="fetch, verify, prepare and generate datasets",
                                  description=__doc__.splitlines()[0])
     sub = data.add_subparsers(dest="data_command", required=True)
@@ -50,27 +51,8 @@ def add_subparsers(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--resize", type=int, default=256, help="the runs' resize (default: 256)")
     p.add_argument("--domains", nargs="+", default=None, help="domains to cache (default: all)")
     p.add_argument("--workers", default="auto", help="decoding processes (default: auto = min(8, cores - 1))")
-    p = sub.add_parser("extract-features", help="run a backbone over an image dataset once and store the "
-                                                "features as a new features dataset")
-    p.add_argument("name", help="image dataset to read")
-    p.add_argument("--out-name", required=True, help="name of the new features dataset: its declaration goes to "
-                   "datasets/<out-name>/, its features to datasets/<out-name>/data (or $DMP_DATA_DIR/<out-name>)")
-    p.add_argument("--backbone", default="resnet50", help="backbone (dmp/models/backbones.py: resnet50, resnet101, efficientnet_lite0/1/2, ...)")
-    p.add_argument("--weights-path", default=None, help="state dict file of the backbone")
-    p.add_argument("--no-pretrained", action="store_true", help="random initialisation (for tests only)")
-    p.add_argument("--split", default="full", help="split list of every domain to extract (default: full)")
-    p.add_argument("--resize", type=int, default=256,
-                   help="images resized to RESIZE x RESIZE before the centre crop (default: 256)")
-    p.add_argument("--crop", type=int, default=224, help="centre crop size (default: 224)")
-    p.add_argument("--batch-size", type=int, default=64, help="images per forward pass (default: 64)")
-    p.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: cpu)")
-    p.add_argument("--trunk", action="store_true", help="store the trunk's activations (before the head) for "
-                   "backbone=<backbone>_top runs, which fine-tune the head (efficientnet_lite*)")
-    p.add_argument("--views", type=int, default=0, help="also store the trunk's activations of V random training "
-                   "crops and flips of each image (X_views; implies --trunk; default: 0)")
-    p.add_argument("--trunk-stage", type=int, default=None, metavar="K",
-                   help="store the activations before stage K of the blocks instead of before the head, for "
-                   "backbone=<backbone>_from<K> runs, which fine-tune stages K.. and the head (implies --trunk)")
+    for add in extensions:  # commands of a higher layer under `data` (dmp/cli.py: extract-features)
+        add(sub)
     data.set_defaults(func=main)
     return data
 
@@ -167,17 +149,8 @@ def main(args) -> int:
                 raise ValueError(f"--workers {args.workers!r}: expected an integer >= 0 or auto")
             for d in domains:
                 print(f"{args.name} {d}: {build(args.name, d, args.resize, resolve_workers(args.workers))}")
-        elif cmd == "extract-features":
-            from .features import extract_features
-
-            out = extract_features(args.name, args.out_name, backbone=args.backbone,
-                                   pretrained=not args.no_pretrained, weights_path=args.weights_path,
-                                   split=args.split, resize=args.resize, crop=args.crop,
-                                   batch_size=args.batch_size, device=args.device, trunk=args.trunk,
-                                   views=args.views, trunk_stage=args.trunk_stage)
-            print(f"{args.out_name}: features written, spec {out}")
         return 0
-    except (FetchError, registry.DatasetMissingError, KeyError, ValueError, FileExistsError) as exc:
+    except (FetchError, registry.DatasetMissingError, KeyError, ValueError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"error: {msg}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -1,4 +1,4 @@
-"""``extract-features``: run a backbone once over every domain of an image dataset and store the features as
+"""``dmp data extract-features``: run a backbone once over every domain of an image dataset and store the features as
 a new "features" dataset (``datasets/<out>/dataset.yaml`` + one ``<domain>.npz`` per domain with ``X``,
 ``y`` and ``paths``), recording the backbone, its weights and the transform in the yaml's ``meta``.
 
@@ -11,14 +11,58 @@ stage ``k`` instead, for ``backbone=<name>_from<k>`` runs, which fine-tune the s
 """
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 import re
 from pathlib import Path
 
 import numpy as np
 
+from ..data import registry
 from ..io import atomic_write, sha256_file, write_text
-from . import registry
+
+
+def add_parser(sub) -> None:
+    """Add ``extract-features`` to the ``data`` command's sub-commands (``dmp/cli.py`` does: it sits above the data
+    layer, which this command's backbones are not part of)."""
+    p = sub.add_parser("extract-features", help="run a backbone over an image dataset once and store the "
+                                                "features as a new features dataset")
+    p.add_argument("name", help="image dataset to read")
+    p.add_argument("--out-name", required=True, help="name of the new features dataset: its declaration goes to "
+                   "datasets/<out-name>/, its features to datasets/<out-name>/data (or $DMP_DATA_DIR/<out-name>)")
+    p.add_argument("--backbone", default="resnet50", help="backbone (dmp/models/backbones.py: resnet50, resnet101, "
+                   "efficientnet_lite0/1/2, ...)")
+    p.add_argument("--weights-path", default=None, help="state dict file of the backbone")
+    p.add_argument("--no-pretrained", action="store_true", help="random initialisation (for tests only)")
+    p.add_argument("--split", default="full", help="split list of every domain to extract (default: full)")
+    p.add_argument("--resize", type=int, default=256,
+                   help="images resized to RESIZE x RESIZE before the centre crop (default: 256)")
+    p.add_argument("--crop", type=int, default=224, help="centre crop size (default: 224)")
+    p.add_argument("--batch-size", type=int, default=64, help="images per forward pass (default: 64)")
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: cpu)")
+    p.add_argument("--trunk", action="store_true", help="store the trunk's activations (before the head) for "
+                   "backbone=<backbone>_top runs, which fine-tune the head (efficientnet_lite*)")
+    p.add_argument("--views", type=int, default=0, help="also store the trunk's activations of V random training "
+                   "crops and flips of each image (X_views; implies --trunk; default: 0)")
+    p.add_argument("--trunk-stage", type=int, default=None, metavar="K",
+                   help="store the activations before stage K of the blocks instead of before the head, for "
+                   "backbone=<backbone>_from<K> runs, which fine-tune stages K.. and the head (implies --trunk)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run a parsed ``data extract-features``; a bad argument or missing data: one line on stderr, exit 2."""
+    try:
+        out = extract_features(args.name, args.out_name, backbone=args.backbone, pretrained=not args.no_pretrained,
+                               weights_path=args.weights_path, split=args.split, resize=args.resize,
+                               crop=args.crop, batch_size=args.batch_size, device=args.device, trunk=args.trunk,
+                               views=args.views, trunk_stage=args.trunk_stage)
+    except (registry.DatasetMissingError, KeyError, ValueError, FileExistsError) as exc:
+        print(f"error: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(f"{args.out_name}: features written, spec {out}")
+    return 0
 
 
 def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pretrained: bool = True,
@@ -33,9 +77,9 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     from torch.utils.data import DataLoader
     from tqdm import tqdm
 
-    from ..models import efficientnet
-    from ..models.backbones import build_backbone
-    from .inputs import ImageListDataset, image_transforms
+    from ..data.inputs import ImageListDataset, image_transforms
+    from . import efficientnet
+    from .backbones import build_backbone
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", out_name) or ".." in out_name:
         raise ValueError(f"--out-name {out_name!r}: a dataset name is letters, digits, '_', '-' and '.' (it names "
