@@ -24,6 +24,9 @@ from pathlib import Path
 M = "dmp/methods/dmp.py"
 T, A, S, E, W, C = "dmp/train/trainer.py", "dmp/anchors.py", "dmp/train/schedule.py", "dmp/train/evaluate.py", \
     "dmp/weighting.py", "dmp/config.py"
+AD, PW, AG, MX = "dmp/losses/adversarial.py", "dmp/losses/partial_weights.py", "dmp/tables/aggregate.py", \
+    "dmp/metrics.py"
+MT = {n: f"dmp/methods/{n}.py" for n in ("bsp", "cdan", "dann", "etn", "hafn", "iwan", "pada", "san")}
 MUTANTS = [
     ('inter_start_off_by_one', M, 'off-by-one',
      'if it >= sched["inter_start_iteration"]:',
@@ -246,11 +249,133 @@ MUTANTS = [
     ('metrics_weights_uniform', T, 'wrong weight',
      '"class_weights": [float(w) for w in self.weights]',
      '"class_weights": [1.0 / len(self.weights)] * len(self.weights)'),
+    # -- third pass: the comparison methods, their losses, the tables (tests: TESTS_BY_DIR) --
+    ('grl_no_minus_one', AD, 'wrong schedule',
+     "return 2.0 / (1.0 + math.exp(-gamma * progress)) - 1.0",
+     "return 2.0 / (1.0 + math.exp(-gamma * progress))"),
+    ('grl_not_reversed', AD, 'swapped sign',
+     "return -ctx.coeff * grad, None",
+     "return ctx.coeff * grad, None"),
+    ('dropout_no_rescale', AD, 'wrong constant',
+     "x = x * keep / (1.0 - p)",
+     "x = x * keep"),
+    ('stream_offset_lost', AD, 'dependent random streams',
+     "int(stream) * 0x9E3779B9",
+     "int(stream) * 2**40"),
+    ('masks_same_every_iteration', AD, 'seed ignored',
+     "+ int(iteration) + 7",
+     "+ 7"),
+    ('domain_loss_not_halved', AD, 'wrong constant',
+     "return 0.5 * (ls.mean() + lt.mean())",
+     "return ls.mean() + lt.mean()"),
+    ('weight_t_ignored', AD, 'wrong weight',
+     "lt = lt * weight_t.reshape(-1)",
+     "lt = lt"),
+    ('multilinear_order', AD, 'transposed',
+     "(g.unsqueeze(2) * f.unsqueeze(1))",
+     "(f.unsqueeze(2) * g.unsqueeze(1))"),
+    ('random_map_scale', AD, 'wrong constant',
+     "/ math.sqrt(self.dim)",
+     "/ self.dim"),
+    ('random_map_threshold', AD, 'off-by-one',
+     "return feature_dim * num_classes > threshold",
+     "return feature_dim * num_classes >= threshold"),
+    ('entropy_eps_dropped', AD, 'wrong constant',
+     "-(p * torch.log(p + eps)).sum(1)",
+     "-(p * torch.log(p)).sum(1)"),
+    ('entropy_weights_norm_not_detached', AD, 'detached tensor',
+     "return w / w.detach().mean()",
+     "return w / w.mean()"),
+    ('entropy_weights_sign', AD, 'swapped sign',
+     "w = 1.0 + torch.exp(-h)",
+     "w = 1.0 + torch.exp(h)"),
+    ('pada_sum_not_max', PW, 'wrong normalisation',
+     "g / top.clamp_min(1e-300)",
+     "g / g.sum().clamp_min(1e-300)"),
+    ('complement_not_detached', PW, 'detached tensor',
+     "w = 1.0 - p_source.detach()",
+     "w = 1.0 - p_source"),
+    ('complement_not_normalised', PW, 'wrong normalisation',
+     "return w / (w.mean() + eps)",
+     "return w"),
+    ('leaky_coeff', PW, 'wrong constant',
+     "math.log(coeff)",
+     "math.log(coeff + 1)"),
+    ('cdan_conditioning_not_detached', MT["cdan"], 'detached tensor',
+     "g = p.detach()",
+     "g = p"),
+    ('cdan_e_weights_coeff_dropped', MT["cdan"], 'wrong schedule',
+     "losses.entropy_weights(p[:n_s], coeff), losses.entropy_weights(p[n_s:], coeff)",
+     "losses.entropy_weights(p[:n_s]), losses.entropy_weights(p[n_s:])"),
+    ('cdan_trade_off_ignored', MT["cdan"], 'config ignored',
+     'return {"transfer": cfg["dann_trade_off"]}',
+     'return {"transfer": 1.0}'),
+    ('san_gamma_dropped', MT["san"], 'wrong weight',
+     "coeff * gamma[k]), generator=gen)",
+     "coeff), generator=gen)"),
+    ('san_instance_weights_not_detached', MT["san"], 'detached tensor',
+     "g = p.detach()",
+     "g = p"),
+    ('san_entropy_outside_trade_off', MT["san"], 'wrong lambda',
+     '"entropy": t * cfg["san_entropy_weight"]',
+     '"entropy": cfg["san_entropy_weight"]'),
+    ('pada_weights_from_iteration_0', MT["pada"], 'off-by-one',
+     'ctx.iteration < ctx.sched["anchor_period"]',
+     "ctx.iteration < 0"),
+    ('pada_trade_off_dropped', MT["pada"], 'config ignored',
+     'terms["ce_weighted"] + ctx.cfg["dann_trade_off"] * terms["transfer"]',
+     'terms["ce_weighted"] + terms["transfer"]'),
+    ('iwan_same_stream', MT["iwan"], 'dependent random streams',
+     "h_s.device, stream=1)",
+     "h_s.device, stream=0)"),
+    ('iwan_weight_disc_factor', MT["iwan"], 'wrong constant',
+     'return {"weight_disc": 1.5 * t,',
+     'return {"weight_disc": t,'),
+    ('etn_transfer_factor', MT["etn"], 'wrong constant',
+     '"transfer": 2.0 * cfg["dann_trade_off"]',
+     '"transfer": cfg["dann_trade_off"]'),
+    ('etn_aux_not_detached', MT["etn"], 'detached tensor',
+     "torch.cat([h_s, h_t]).detach(), generator=gen), c)",
+     "torch.cat([h_s, h_t]), generator=gen), c)"),
+    ('bsp_k_ignored', MT["bsp"], 'config ignored',
+     'k=ctx.cfg["bsp_k"]',
+     "k=1"),
+    ('hafn_radius_ignored', MT["hafn"], 'config ignored',
+     'r = ctx.cfg["hafn_radius"]',
+     "r = 25.0"),
+    ('dann_masks_global', MT["dann"], 'seed ignored',
+     'gen = losses.step_generator(ctx.cfg["seed"], ctx.iteration, h_s.device)',
+     "gen = None"),
+    ('accuracy_100_refused', MX, 'off-by-one',
+     "0 <= value <= 100):",
+     "0 <= value < 100):"),
+    ('time_zero_refused', MX, 'off-by-one',
+     'metrics[key] >= 0):',
+     'metrics[key] > 0):'),
+    ('missing_key_is_expected', MX, 'wrong default',
+     "have = config[key] if key in config else _default(key)",
+     "have = config.get(key, want)"),
+    ('weights_sha_unchecked', MX, 'check skipped',
+     "weights_sha256 == _sha256(want)",
+     "weights_sha256 != ''"),
+    ('std_ddof0', AG, 'wrong estimator',
+     'agg(mean="mean", std="std", n="count")',
+     'agg(mean="mean", std=lambda v: v.std(ddof=0), n="count")'),
 ]
 
 TESTS = ["tests/test_wiring.py", "tests/test_anchors_independent.py", "tests/test_metrics_unbalanced.py",
          "tests/test_lr_presets.py", "tests/test_weighting.py", "tests/test_schedule.py", "tests/test_trainer.py",
          "tests/test_losses.py"]
+# the mutants of these folders run these tests instead (each list with its own pytest selection)
+_FAST = ["-k", "not cli_trains and not resumed and not finite_on and not has_its_row"]
+TESTS_BY_DIR = {"dmp/losses": ["tests/test_baseline_methods.py", "tests/test_baseline_losses.py", *_FAST],
+                "dmp/methods/": ["tests/test_baseline_methods.py", "tests/test_baseline_losses.py", *_FAST],
+                "dmp/tables": ["tests/test_tables.py"], MX: ["tests/test_tables.py"]}
+
+
+def tests_for(path: str) -> list[str]:
+    """The test files (and selection) a mutant of ``path`` runs: the DMP method's file runs TESTS."""
+    return next((t for d, t in TESTS_BY_DIR.items() if path.startswith(d) and path != M), TESTS)
 
 
 def main(argv=None):
@@ -268,7 +393,8 @@ def main(argv=None):
         if args.only and mid not in args.only:
             continue
         f = tree / path
-        src = f.read_text()
+        original = f.read_bytes()
+        src = original.decode()
         if src.count(old) != 1:
             results.append(dict(id=mid, file=path, kind=kind, status=f"not applied ({src.count(old)} matches)"))
             print(json.dumps(results[-1]), flush=True)
@@ -276,8 +402,9 @@ def main(argv=None):
         f.write_text(src.replace(old, new))
         start = time.time()
         try:
+            tests = ["-k", "not killed_process", *TESTS] if tests_for(path) is TESTS else tests_for(path)
             p = subprocess.run([args.python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow",
-                                "-k", "not killed_process", *TESTS], cwd=tree, capture_output=True, text=True,
+                                *tests], cwd=tree, capture_output=True, text=True,
                                timeout=600)
             lines = p.stdout.splitlines()
             by = [line for line in lines if line.startswith(("FAILED", "ERROR"))][:1]
@@ -286,7 +413,7 @@ def main(argv=None):
         except subprocess.TimeoutExpired:
             status, by, msg = "killed (timeout)", [], []
         finally:
-            f.write_text(src)
+            f.write_bytes(original)  # the exact bytes
         results.append(dict(id=mid, file=path, kind=kind, status=status, by=by, msg=msg,
                             seconds=round(time.time() - start, 1)))
         print(json.dumps(results[-1]), flush=True)
