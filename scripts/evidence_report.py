@@ -12,6 +12,17 @@ from evidence_studies import (ANCHORS, COMPARISON, COMPARISON_BASE, DIGITS_INIT,
                               SHORT, VANILLA, WEAK_VARIANTS, variant_folder)
 from office31_report import section as office31_section
 
+def _versions(m: dict) -> dict:
+    """What a run's number depends on besides its config: the data version, the backbone weights file (sha256;
+    ``none`` where the run loads no file: identity backbone or random init; ``not recorded`` where it loaded one
+    whose hash its metrics.json lacks) and the code version (the hash of dmp/ the run executed)."""
+    c = m["config"]
+    sha = m.get("weights_sha256")
+    loads = c.get("weights_path") or (c.get("backbone") != "identity" and c.get("pretrained", True))
+    return dict(dataset_version=m["dataset_version"], code_version=m.get("code_version") or "not recorded",
+                weights=sha[:12] if sha else "not recorded" if loads else "none")
+
+
 def collect(out_root: Path) -> pd.DataFrame:
     rows = []
     for path in sorted(out_root.glob("*/*/*/*/*/*/seed*/metrics.json")):
@@ -20,8 +31,31 @@ def collect(out_root: Path) -> pd.DataFrame:
         study, variant = path.relative_to(out_root).parts[0], path.parts[-3]
         rows.append(dict(study=study, dataset=c["dataset"], setting=c["setting"], variant=variant,
                          task=f"{SHORT[c['source']]}->{SHORT[c['target']]}", method=c["method"], seed=c["seed"],
-                         accuracy=m["accuracy"], commit=m["git_commit"][:10], dataset_version=m["dataset_version"]))
+                         accuracy=m["accuracy"], commit=m["git_commit"][:10], **_versions(m)))
     return pd.DataFrame(rows)
+
+
+VERSIONS = {"dataset_version": "data version", "weights": "backbone weights sha256",
+            "code_version": "code version (hash of dmp/)"}
+
+
+def versions(part: pd.DataFrame, index: str, order=None, names=None) -> tuple[list[str], list[str]]:
+    """What the rows of a table (one row per value of ``index``) were run with: (the lines above the table, the
+    lines below it). Rows of one data version, one weights file and one code version get one line saying so;
+    otherwise a flagged line names what differs, and below the table each row lists its own values of it."""
+    names = names or NAMES
+    shared = [f"{label} {part[col].iloc[0]}" for col, label in VERSIONS.items() if part[col].nunique() == 1]
+    differ = {col: label for col, label in VERSIONS.items() if part[col].nunique() > 1}
+    if not differ:
+        return [f"Every row: {'; '.join(shared)}.", ""], []
+    keys = list(dict.fromkeys(part[index]))
+    keys = [k for k in order if k in keys] if order else keys
+    above = [f"**Not one version: the rows differ in {', '.join(differ.values())}** (each row's below the table)"
+             + (f"; every row: {'; '.join(shared)}" if shared else "") + ".", ""]
+    below = [f"- {names.get(k, k)}: " + "; ".join(
+        f"{label} {', '.join(sorted(part.loc[part[index] == k, col].unique()))}" for col, label in differ.items())
+        for k in keys]
+    return above, below + [""]
 
 
 def collect_prototypes(out_root: Path) -> pd.DataFrame:
@@ -30,7 +64,8 @@ def collect_prototypes(out_root: Path) -> pd.DataFrame:
         d = json.loads(path.read_text())
         c = d["config"]
         row = dict(dataset=c["dataset"], task=f"{SHORT[c['source']]}->{SHORT[c['target']]}", seed=c["seed"],
-                   iteration=d["iteration"], pseudo=d["classifier_target"], commit=d["git_commit"][:10])
+                   iteration=d["iteration"], pseudo=d["classifier_target"], commit=d["git_commit"][:10],
+                   **_versions(dict(d, weights_sha256=None, code_version=None)))
         for i, layer in enumerate(d["layers"]):
             row.update({f"src{i}": layer["ncm_source"], f"tgt{i}": layer["ncm_target"]})
         rows.append(row)
@@ -56,6 +91,8 @@ def prototypes_section(protos: pd.DataFrame, df: pd.DataFrame) -> list[str]:
              "| data | task | iteration | Top-1 pseudo-labels right (%) | NCM layer 1 (1024-d): source / target "
              "| NCM layer 2 (512-d): source / target | DMP - source-only | DMP (No AL) - source-only |",
              "|---|---|---|---|---|---|---|---|"]
+    above, below = versions(protos.assign(row=protos["dataset"] + " " + protos["task"]), "row", names={})
+    lines[-2:-2] = above
     for (dataset, task), g in protos.groupby(["dataset", "task"], sort=False):
         m = g.mean(numeric_only=True)
 
@@ -64,7 +101,7 @@ def prototypes_section(protos: pd.DataFrame, df: pd.DataFrame) -> list[str]:
             return f"{means[key[0]] - means[key[1]]:+.1f}" if all(k in means.index for k in key) else "–"
         lines.append(f"| {dataset} | {task} | {int(m['iteration'])} | {m['pseudo']:.1f} | {m['src0']:.1f} / "
                      f"{m['tgt0']:.1f} | {m['src1']:.1f} / {m['tgt1']:.1f} | {gap('dmp')} | {gap('dmp_no_al')} |")
-    return lines + [""]
+    return lines + ["", *below]
 
 
 def _cell(g):
@@ -90,7 +127,8 @@ def variant_section(part: pd.DataFrame, by: str, order, title, head: list[str], 
     lines = list(head)
     for key, sub in part.groupby(by, sort=False):
         md, _ = table(sub, "variant", order)
-        lines += [f"{level} {title(key)}", "", md, ""]
+        above, below = versions(sub, "variant", order, {})
+        lines += [f"{level} {title(key)}", "", *above, md, "", *below]
     return lines
 
 
@@ -124,8 +162,9 @@ def comparison_section(df: pd.DataFrame) -> list[str]:
         both = pd.concat([base, part[part["method"].isin(done)]])
         md, wins = table(both, "method", order)
         avg = {m: _avg(g) for m, g in both.groupby("method")}
-        lines += [f"### {dataset}, {setting}", "", f"Dataset version: {', '.join(part['dataset_version'].unique())}; "
-                  f"{len(seeds)} seeds ({', '.join(map(str, seeds))}), {len(tasks)} tasks.", "", md, ""]
+        above, below = versions(both, "method", order)
+        lines += [f"### {dataset}, {setting}", "", f"{len(seeds)} seeds ({', '.join(map(str, seeds))}), "
+                  f"{len(tasks)} tasks.", "", *above, md, "", *below]
         top = max(avg[m] for m in order if m in avg)
         notes = [f"Highest Avg ({top:.1f}): {', '.join(NAMES[m] for m in order if avg.get(m) == top)}."]
         if "dmp" in avg:
@@ -209,8 +248,9 @@ def _wins(wins: pd.DataFrame) -> str:
 def collect_geometry(out_root: Path) -> pd.DataFrame:
     rows = []
     for path in sorted(out_root.glob("main/*/vanilla/*/*/default/seed*/geometry.json")):
-        c = json.loads((path.parent / "metrics.json").read_text())["config"]
-        rows.append(dict(dataset=c["dataset"], method=c["method"], seed=c["seed"], **{
+        m = json.loads((path.parent / "metrics.json").read_text())
+        c = m["config"]
+        rows.append(dict(dataset=c["dataset"], method=c["method"], seed=c["seed"], **_versions(m), **{
             k: v for k, v in json.loads(path.read_text()).items() if k in GEOMETRY}))
     return pd.DataFrame(rows)
 
@@ -228,6 +268,8 @@ def geometry_section(geo: pd.DataFrame) -> list[str]:
     t.index = [f"{d}: {NAMES[m]}" for d, m in t.index]
     t = t.round({"grassmann": 1, "class_mean_cosine": 3, "ncm_target": 1})
     t.columns = list(GEOMETRY.values())
+    above, below = versions(geo.assign(row=[f"{d}: {NAMES[m]}" for d, m in zip(geo["dataset"], geo["method"])]),
+                            "row", list(t.index), {})
     return ["## Where the runs leave the two domains (last manifold layer, vanilla)", "",
             "`python scripts/evidence.py --study geometry` (scripts/diagnose_geometry.py) reads each main-study "
             "run's features.npz (the 512-d layer, evaluation mode, up to 100 samples per class and domain): d^2 "
@@ -235,7 +277,7 @@ def geometry_section(geo: pd.DataFrame) -> list[str]:
             "random pairs (0 to 2 d'); the mean cosine between each class's source and target means, centred on "
             "their domain's mean; the share of target samples nearest (cosine) to their own class's source mean. "
             "The last two read the target labels: an analysis of finished runs, never a selection. Means over all "
-            "tasks and seeds.", "", t.to_markdown(), ""]
+            "tasks and seeds.", "", *above, t.to_markdown(), "", *below]
 
 
 def render(df: pd.DataFrame, protos: pd.DataFrame | None = None, weights_dir: Path | None = None,
@@ -245,7 +287,11 @@ def render(df: pd.DataFrame, protos: pd.DataFrame | None = None, weights_dir: Pa
              "runs render). Each cell: mean ± sample std of the target accuracy (%) "
              "at the last iteration over the seeds; Avg = the mean over the tasks, per seed, then mean ± std over "
              "seeds. Runs: `results/evidence/runs/<study>/<dataset>/<setting>/<task>/<method>/<variant>/seed<k>/"
-             "metrics.json` (config, seed, git commit, dataset version). No target labels are used for selection. "
+             "metrics.json` (config, seed, git commit, dataset version, code version, weights sha256). Each table "
+             "names the data version, the backbone weights file (sha256) and the code version (the hash of every "
+             "file of dmp/ a run executed, so a difference may lie outside the training path) of its rows; where "
+             "they are not one, it says so above the table and lists each row's below it. No target labels are "
+             "used for selection. "
              "Hyper-parameters: the presets of `dmp/config.py` (the paper's lambda1 = 10, lambda2 = 5e3 vanilla / "
              "1 partial, k = 1, d' = b_s - 1), the same for every task; `python -m dmp config dataset=... "
              "source=... target=...` prints a run's full config.", ""]
@@ -265,9 +311,11 @@ def render(df: pd.DataFrame, protos: pd.DataFrame | None = None, weights_dir: Pa
                   ""]
     main = df[df["study"] == "main"]
     for (dataset, setting), part in main.groupby(["dataset", "setting"], sort=False):
-        md, wins = table(part, "method", VANILLA if setting == "vanilla" else PARTIAL)
-        lines += [f"## {dataset}, {setting}", "", f"Dataset version: {', '.join(part['dataset_version'].unique())}; "
-                  f"{part['seed'].nunique()} seeds.", "", md, "", _wins(wins), ""]
+        order = VANILLA if setting == "vanilla" else PARTIAL
+        md, wins = table(part, "method", order)
+        above, below = versions(part, "method", order)
+        lines += [f"## {dataset}, {setting}", "", f"{part['seed'].nunique()} seeds.", "", *above, md, "", *below,
+                  _wins(wins), ""]
     lines += office31_section()
     lines += comparison_section(df)
     weak = df[df["study"] == "weak"]
@@ -287,8 +335,9 @@ def render(df: pd.DataFrame, protos: pd.DataFrame | None = None, weights_dir: Pa
                   "shallow domain-adaptation benchmarks.", ""]
         for dataset, part in weak.groupby("dataset", sort=False):
             md, wins = table(part, "method", VANILLA)
-            lines += [f"### {dataset}", "", f"Dataset version: {', '.join(part['dataset_version'].unique())}; "
-                      f"{part['seed'].nunique()} seeds.", "", md, "", _wins(wins), ""]
+            above, below = versions(part, "method", VANILLA)
+            lines += [f"### {dataset}", "", f"{part['seed'].nunique()} seeds.", "", *above, md, "", *below,
+                      _wins(wins), ""]
     lines += variant_section(df[df["study"] == "weak_variants"], "method", list(WEAK_VARIANTS), NAMES.get, [
         "### What changes DMP on demo_pixels (4 tasks; a diagnostic, no default is taken from it)", "",
         "`paper`: the defaults (k = 1, lambda1 = 10, BatchNorm in the manifold layers, the gradient of the "
@@ -319,7 +368,9 @@ def render(df: pd.DataFrame, protos: pd.DataFrame | None = None, weights_dir: Pa
             t.index = [f"{i:g}" for i in t.index]
             n = p.groupby(["l1", "l2"])["seed"].nunique()
             seeds = f"{n.min()}" if n.min() == n.max() else f"{n.min()} to {n.max()}"
-            lines += [f"### {dataset} {task} ({seeds} seed(s) per cell, {len(n)} cells)", "", t.to_markdown(), ""]
+            above, below = versions(part, "variant", names={})
+            lines += [f"### {dataset} {task} ({seeds} seed(s) per cell, {len(n)} cells)", "", *above,
+                      t.to_markdown(), "", *below]
     return "\n".join(lines + NOTES + measured_notes(df, protos, geo).splitlines())
 
 

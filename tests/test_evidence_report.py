@@ -29,7 +29,8 @@ def test_evidence_md_is_rendered_from_the_committed_runs():
 def _runs(study, dataset, method, accs, tasks=("M->U", "U->M")):
     """Rows of :func:`collect`'s frame: ``accs[task index][seed]`` for one method."""
     return [dict(study=study, dataset=dataset, setting="vanilla", variant="default", task=t, method=method, seed=s,
-                 accuracy=a, commit="c", dataset_version="v") for t, row in zip(tasks, accs) for s, a in enumerate(row)]
+                 accuracy=a, commit="c", dataset_version="v", code_version="c", weights="none")
+            for t, row in zip(tasks, accs) for s, a in enumerate(row)]
 
 
 def test_comparison_section_puts_the_main_study_beside_and_says_where_dmp_loses(monkeypatch):
@@ -57,3 +58,37 @@ def test_comparison_section_puts_the_main_study_beside_and_says_where_dmp_loses(
     assert "DANN M->U 77.1 (ours 74.0, -3.1); DANN U->M 73.0 (ours 71.0, -2.0)" in text
     assert "Highest Avg (77.0): DMP." in text
     assert "CDAN+E" not in text
+
+
+def _write_run(root, study, method, seed, acc, data, code, sha):
+    """A metrics.json of the demo's partial S->O task, as a run writes it (the fields the report reads)."""
+    import json
+    out = root / study / "demo" / "partial" / "solid-outline" / method / "default" / f"seed{seed}"
+    out.mkdir(parents=True)
+    config = dict(dataset="demo", setting="partial", source="solid", target="outline", method=method, seed=seed,
+                  backbone="smallcnn", weights_path="smallcnn_demo.pt")
+    (out / "metrics.json").write_text(json.dumps(dict(
+        config=config, accuracy=acc, git_commit="0" * 40, dataset_version=data, code_version=code,
+        **({"weights_sha256": sha} if sha else {}))))
+
+
+def test_rows_of_other_data_weights_or_code_are_flagged_row_by_row(tmp_path):
+    """Two studies of different versions side by side: the main study's rows (data version aaaa, code version
+    c1, weights hash not recorded) and the comparison study's PADA (data version bbbb, code c2, weights 8053...).
+    The comparison table must say that its rows differ in all three and give each row's own values."""
+    report = load_script("evidence_report")
+    for seed, acc in enumerate((80.0, 90.0)):
+        _write_run(tmp_path, "main", "source_only", seed, acc - 10, "aaaa", "c1", None)
+        _write_run(tmp_path, "main", "dmp", seed, acc, "aaaa", "c1", None)
+        _write_run(tmp_path, "comparison", "pada", seed, acc + 5 * seed, "bbbb", "c2", "80532ca430ff" + "0" * 52)
+    text = "\n".join(report.comparison_section(report.collect(tmp_path)))
+    assert ("**Not one version: the rows differ in data version, backbone weights sha256, code version (hash of "
+            "dmp/)**") in text
+    rows = {line.split(":")[0][2:]: line for line in text.splitlines() if line.startswith("- ") and "version" in line}
+    assert rows["DMP"] == ("- DMP: data version aaaa; backbone weights sha256 not recorded; code version (hash of "
+                           "dmp/) c1")
+    assert rows["PADA"] == "- PADA: data version bbbb; backbone weights sha256 80532ca430ff; code version (hash of dmp/) c2"
+    # the same rows of one version: one line, no flag
+    lines = report.versions(report.collect(tmp_path).query("study == 'main'"), "method")
+    assert lines == (["Every row: data version aaaa; backbone weights sha256 not recorded; code version (hash of "
+                      "dmp/) c1.", ""], [])
