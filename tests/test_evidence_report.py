@@ -87,7 +87,8 @@ def test_rows_of_other_data_weights_or_code_are_flagged_row_by_row(tmp_path):
     rows = {line.split(":")[0][2:]: line for line in text.splitlines() if line.startswith("- ") and "version" in line}
     assert rows["DMP"] == ("- DMP: data version aaaa; backbone weights sha256 not recorded; code version (hash of "
                            "dmp/) c1")
-    assert rows["PADA"] == "- PADA: data version bbbb; backbone weights sha256 80532ca430ff; code version (hash of dmp/) c2"
+    assert rows["PADA"] == ("- PADA: data version bbbb; backbone weights sha256 80532ca430ff; code version (hash "
+                            "of dmp/) c2")
     # the same rows of one version: one line, no flag
     lines = report.versions(report.collect(tmp_path).query("study == 'main'"), "method")
     assert lines == (["Every row: data version aaaa; backbone weights sha256 not recorded; code version (hash of "
