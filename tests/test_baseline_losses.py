@@ -294,6 +294,21 @@ def test_leaky_softmax_against_numpy_and_its_documented_example():
     assert torch.isfinite(big).all() and 0 < float(dom_big) <= 1
 
 
+def test_leaky_softmax_domain_stays_a_probability_in_float32():
+    """Confident float32 logits (31 classes, as on Office-31): the sum of the c leaky probabilities rounds above 1 in
+    some rows, which ``binary_cross_entropy`` refuses (an ETN run stopped on it); D~ stays in [0, 1] and equals
+    S / (S + c) computed in float64."""
+    z = torch.randn(400, 31, generator=torch.Generator().manual_seed(0)) * 20 + 30
+    probs, dom = leaky_softmax(z, 31)
+    full = torch.softmax(torch.cat([z, torch.full_like(z[:, :1], np.log(31.0))], 1), 1)
+    assert (full[:, :-1].sum(1) > 1).any()                       # the rounding the complement avoids
+    assert float(dom.max()) <= 1 and float(dom.min()) >= 0
+    Z = z.double().numpy()
+    S = np.exp(Z - Z.max(1, keepdims=True)).sum(1)
+    np.testing.assert_allclose(_np(dom), S / (S + 31 * np.exp(-Z.max(1))), rtol=1e-6)
+    torch.nn.functional.binary_cross_entropy(dom, torch.ones_like(dom))   # accepted
+
+
 def test_etn_weights_against_numpy():
     d = torch.tensor([0.9, 0.5, 0.1, 1.0], requires_grad=True)
     raw = 1 - np.array([0.9, 0.5, 0.1, 1.0])

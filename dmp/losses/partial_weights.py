@@ -61,11 +61,13 @@ def leaky_softmax(z: torch.Tensor, coeff: float) -> tuple[torch.Tensor, torch.Te
 
     .. math:: \tilde y_k = \frac{e^{z_k}}{\sum_j e^{z_j} + c}, \qquad \tilde D = \sum_k \tilde y_k \in (0, 1),
 
-    computed as a softmax over ``[z, log c]`` (finite for any logits). Returns ``(probs [n, c], domain [n])``;
-    :math:`\tilde D` is the probability that the row is from the source."""
+    computed as a softmax over ``[z, log c]`` (finite for any logits), with :math:`\tilde D = 1 - c / (\sum_j e^{z_j}
+    + c)`, its last entry's complement: the sum of the first ``c`` entries can exceed 1 by a rounding, which a binary
+    cross-entropy refuses. Returns ``(probs [n, c], domain [n])``; :math:`\tilde D` is the probability that the row is
+    from the source."""
     extra = torch.full_like(z[:, :1], math.log(coeff))
-    probs = torch.softmax(torch.cat([z, extra], 1), 1)[:, :-1]
-    return probs, probs.sum(1)
+    full = torch.softmax(torch.cat([z, extra], 1), 1)
+    return full[:, :-1], 1 - full[:, -1]
 
 
 def etn_weights(domain_s: torch.Tensor, eps: float = 1e-10) -> torch.Tensor:
