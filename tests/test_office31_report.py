@@ -50,3 +50,24 @@ def test_no_runs_no_section(tmp_path, monkeypatch):
     report = load_script("office31_report")
     monkeypatch.setattr(report, "STUDY", tmp_path)
     assert report.section() == []
+
+
+def test_the_partial_table_reads_the_partial_runs_and_the_paper_partial_row(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    folder = "runs/o31/partial/{t}/{m}/G/full-partial/seed{s}"
+    for s in (0, 1):
+        for i, t in enumerate(TASKS):
+            _write(tmp_path, "source_only", s, t, 50.0 + i + s)                     # vanilla: another setting
+            _write(tmp_path, "source_only", s, t, 70.0 + i + s, folder)            # Avg 72.5 + s
+            _write(tmp_path, "pada", s, t, 80.0 + 2 * i, folder)                   # Avg 85
+            _write(tmp_path, "etn", s, t, 72.0 + 4 * s, folder)                    # Avg 72 + 4 s
+    lines = "\n".join(report.section()).splitlines()
+    part = lines[lines.index("### The partial setting"):]
+    assert any("36 runs, 2 seeds" in line for line in part)
+    # PADA: gains 12.5, 11.5 -> 12.0 ± 0.7; the paper's partial Office-31 Avg: PADA 92.7 - source-only 87.1 = +5.6
+    assert "| PADA - Source only | 12.0 ± 0.7 | +5.6 | +6.4 | no | 6 of 6 |" in part
+    # ETN: no paper row; gains -0.5, 2.5; its task means 74 against source-only's 70.5 + i: above on i = 0..3
+    assert "| ETN - Source only | 1.0 ± 2.1 | – | – | – | 4 of 6 |" in part
+    assert next(line for line in part if line.startswith("| PADA, paper")).endswith("| 92.7 | |")
+    assert not any(line.startswith("| ETN, paper") for line in part)
