@@ -18,8 +18,8 @@ import torch
 class Anchors:
     """Holds the current anchors and (for ``accumulate``) the running sums since the last refresh."""
 
-    def __init__(self, num_classes: int, dims: list[int]):
-        self.num_classes, self.dims = num_classes, list(dims)
+    def __init__(self, num_classes: int, dims: list[int], prediction_momentum: float = 0.0):
+        self.num_classes, self.dims, self.prediction_momentum = num_classes, list(dims), float(prediction_momentum)
         self.class_means: list[torch.Tensor] | None = None
         self.means: list[torch.Tensor] | None = None
         self.mean_prediction: torch.Tensor | None = None
@@ -62,7 +62,10 @@ class Anchors:
             self.class_means = [(s / n).float() for s in self._sum]
             self.means = [(s.sum(0) / self._count.sum()).float() for s in self._sum]
         if self._pred_count:
-            self.mean_prediction = (self._pred_sum / self._pred_count).float()
+            new = (self._pred_sum / self._pred_count).float()
+            m, old = self.prediction_momentum, self.mean_prediction
+            # config mean_prediction_momentum: pi <- m pi_previous + (1 - m) pi_new (m = 0: Eq. ClassWeight's pi)
+            self.mean_prediction = new if m == 0 or old is None else m * old.to(new.device) + (1 - m) * new
         self._reset_sums()
 
     @property

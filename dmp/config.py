@@ -128,6 +128,11 @@ PARAMS: dict[str, Param] = {
                          "(paper, Office-31 A->W: after 15 epochs; other datasets: not stated, we use the same)",
                          **_when()),
     "inter_start": Param(0, "when the inter-class term is switched on (iteration or '<E>ep')", **_when()),
+    "mean_prediction_momentum": Param(0.0, "the partial class weights' mean target prediction pi across refreshes: "
+                                      "pi <- m pi_previous + (1 - m) pi_this_pass; 0 = the paper (pi is 'the mean "
+                                      "value of the target prediction P^t' of the current pass, Eq. ClassWeight); "
+                                      "> 0 damps a pass whose prediction flips between two near classes",
+                                      check=_unit(upper_open=True), expect="a number in [0, 1)"),
     "anchor_mode": Param("full_pass", "full_pass = no-grad pass over the whole source (and, for partial, "
                          "target) set every T_up, as Algorithm DMP; accumulate = means of the training batches "
                          "since the last refresh (the authors' earlier code)", **_choice("full_pass", "accumulate")),

@@ -193,3 +193,26 @@ def test_warm_ups_and_ablations_switch_terms_off():
     assert out["align"].item() == 0.0 and out["intra"].item() != 0.0
     out, *_ = losses("vanilla", "sum_one", method="dmp_no_ds")
     assert out["intra"].item() == 0.0 and out["inter"].item() == 0.0 and out["align"].item() != 0.0
+
+
+def test_mean_prediction_momentum_averages_the_passes_and_zero_is_the_paper():
+    """config mean_prediction_momentum m: pi <- m pi_previous + (1 - m) pi_pass; m = 0 keeps only the last pass's mean
+    (Eq. ClassWeight). Two passes by hand: [0.5, 0.3, 0.2] (two rows), then [0, 1, 0] (one row)."""
+    def passes(m):
+        a = Anchors(3, [2], prediction_momentum=m)
+        a.add_target(torch.tensor([[0.6, 0.2, 0.2], [0.4, 0.4, 0.2]]))
+        a.refresh_from_sums()
+        first = a.mean_prediction.clone()
+        a.add_target(torch.tensor([[0.0, 1.0, 0.0]]))
+        a.refresh_from_sums()
+        return first, a.mean_prediction
+    first, last = passes(0.0)
+    assert torch.allclose(first, torch.tensor([0.5, 0.3, 0.2])) and torch.allclose(last, torch.tensor([0.0, 1.0, 0.0]))
+    first, last = passes(0.75)
+    assert torch.allclose(first, torch.tensor([0.5, 0.3, 0.2]))              # the first pass has nothing to average
+    assert torch.allclose(last, torch.tensor([0.375, 0.475, 0.15]))           # 0.75 * first + 0.25 * [0, 1, 0]
+    base = dict(dataset="demo", source="solid", target="outline", setting="partial", method="dmp")
+    assert resolve(base)["mean_prediction_momentum"] == 0.0
+    for bad in (1.0, -0.1, "high"):
+        with pytest.raises(ValueError, match="mean_prediction_momentum"):
+            resolve({**base, "mean_prediction_momentum": bad})

@@ -122,7 +122,7 @@ class Trainer:
         else:
             self.opt = torch.optim.SGD(groups, momentum=cfg["momentum"], weight_decay=cfg["weight_decay"],
                                        fused=True)
-        self.anchors = Anchors(task.num_classes, cfg["bottleneck_dims"])
+        self.anchors = Anchors(task.num_classes, cfg["bottleneck_dims"], cfg["mean_prediction_momentum"])
         self.weights = class_weights(None, task.num_classes, "vanilla")
         b = cfg["batch_size"]
         self.sched = schedule(cfg, len(task.source_train))
