@@ -164,3 +164,24 @@ def test_an_existing_folder_as_out_is_refused_before_training(tmp_path, monkeypa
     (tmp_path / "file").write_text("")
     with pytest.raises(OSError, match="cannot create its folder"):
         pretrain.pretrain_backbone(tmp_path / "file" / "w.pt")
+
+
+def test_weights_file_does_not_depend_on_the_callers_thread_count_and_records_its_stack(tmp_path):
+    """Two pretrainings under different caller thread counts write one file (the recipe fixes the count), and
+    ``<file>.json`` records its sha256 and what it still depends on."""
+    import json
+
+    from dmp.io import sha256_file
+    before = torch.get_num_threads()
+    try:
+        for n, name in ((1, "a.pt"), (3, "b.pt")):
+            torch.set_num_threads(n)
+            pretrain_backbone(tmp_path / name, progress=False, per_class=2, iterations=3, batch_size=8, threads=1)
+            assert torch.get_num_threads() == n  # restored
+    finally:
+        torch.set_num_threads(before)
+    assert sha256_file(tmp_path / "a.pt") == sha256_file(tmp_path / "b.pt")
+    meta = json.loads((tmp_path / "a.pt.json").read_text())
+    assert meta["sha256"] == sha256_file(tmp_path / "a.pt") and meta["threads"] == 1
+    assert meta["recipe"]["iterations"] == 3 and meta["packages"]["torch"] == torch.__version__.split("+")[0]
+    assert meta["cpu_capability"] == torch.backends.cpu.get_cpu_capability()

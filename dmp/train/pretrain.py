@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from ..io import atomic_write
+from ..io import atomic_write, sha256_file, write_json
 
 RECIPES = {
     # RGB, ImageNet-normalised, resized to 24 and randomly cropped to 20 (the demo runs' transform)
@@ -31,9 +31,11 @@ RECIPES = {
     "digits": dict(per_class=300, iterations=3000, batch_size=64, lr=1e-3, resize=16, crop=16, pad=2, channels=1,
                    norm="group", seed=0, threads=2),
 }
-"""The pre-training recipes (fixed: a weights file is a pure function of the code and its recipe). CPU kernels
-give the same numbers for a fixed thread count only, so the recipe fixes it: a 16-core machine writes the file
-a 2-core one does."""
+"""The pre-training recipes (fixed: a weights file is a pure function of the code and its recipe on one software
+and CPU stack). CPU kernels give the same numbers for a fixed thread count only, so the recipe fixes it: the
+caller's thread count does not change the file. What it still depends on (the torch build and the CPU's kernel
+family, e.g. AVX-512 or AVX2, whose float rounding differs; the image libraries that draw the corpus) is recorded
+beside it in ``<file>.json`` (:func:`provenance`)."""
 
 
 def pretrain_images(per_class: int, resize: int, channels: int = 3):
@@ -123,4 +125,23 @@ def _pretrain(out, recipe: str, r: dict, progress: bool) -> dict:
             seen += len(idx)
     out = Path(out)
     atomic_write(out, lambda fh: torch.save(backbone.state_dict(), fh))
-    return dict(r, recipe=recipe, classes=classes, train_accuracy=100.0 * correct / max(seen, 1), path=str(out))
+    info = dict(r, recipe=recipe, classes=classes, train_accuracy=100.0 * correct / max(seen, 1), path=str(out))
+    write_json(out.with_name(out.name + ".json"), provenance(out, info))
+    return info
+
+
+def provenance(out: Path, info: dict) -> dict:
+    """What the weights file ``out`` is a function of, written beside it as ``<file>.json``: its sha256, the
+    recipe, the code version, the package versions and the CPU kernel family (another torch build or instruction
+    set can round differently and write another file from the same recipe)."""
+    from importlib import metadata
+
+    from .provenance import code_version, packages
+    try:
+        pillow = metadata.version("pillow")
+    except metadata.PackageNotFoundError:
+        pillow = None
+    return dict(sha256=sha256_file(out), recipe={k: v for k, v in info.items() if k != "path"},
+                code_version=code_version(), packages=dict(packages(), pillow=pillow),
+                cpu_capability=torch.backends.cpu.get_cpu_capability(), mkldnn=torch.backends.mkldnn.is_available()
+                and torch.backends.mkldnn.enabled, threads=info["threads"])
