@@ -59,10 +59,17 @@ def read_metrics(path, expected: dict, keys) -> tuple[dict | None, str | None]:
 def config_differences(config: dict, expected: dict, weights_sha256=None) -> list[str]:
     """``key recorded (expected value)`` for each key of ``expected`` the recorded ``config`` differs in (a key it
     lacks counts as its declared default; runtime keys are ignored). ``weights_path`` compares the file: another
-    path to a file with the recorded ``weights_sha256`` is the same weights."""
+    path to a file with the recorded ``weights_sha256`` is the same weights, and the same path to a file whose
+    sha256 is no longer the recorded one is not."""
     out = []
     for key, want in sorted(expected.items()):
         have = config[key] if key in config else _default(key)
+        if key == "weights_path" and have == want and isinstance(want, str) and weights_sha256:
+            now = _sha256(want)
+            if now is not None and now != weights_sha256:  # the same path, another file since the run
+                out.append(f"weights_path {short_repr(want, 30)} (its file has sha256 {now[:12]} now, the run "
+                           f"loaded {str(weights_sha256)[:12]})")
+            continue
         if key in RUNTIME_KEYS or have == want:
             continue
         if key == "weights_path" and isinstance(want, str) and weights_sha256 and weights_sha256 == _sha256(want):
@@ -78,9 +85,18 @@ def _default(key):
     return declared[key][1].default if key in declared else None
 
 
-@lru_cache(maxsize=None)
 def _sha256(path: str) -> str | None:
-    return sha256_file(path) if Path(path).is_file() else None
+    p = Path(path)
+    if not p.is_file():
+        return None
+    st = p.stat()
+    return _sha256_of(str(p), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=None)
+def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
+    """The file's sha256, hashed once per (path, modification time, size)."""
+    return sha256_file(path)
 
 
 def value_problem(metrics: dict) -> str | None:

@@ -502,3 +502,26 @@ def test_weights_at_another_path_are_the_same_weights_only_with_the_same_bytes(t
     assert verdict(copy)[0]["accuracy"] == metrics["accuracy"]
     used, why = verdict(other)
     assert used is None and why.startswith("a run of another config: weights_path '") and "/other.pt' (expected '" in why
+
+
+def test_weights_file_replaced_at_the_same_path_is_not_the_run_s_weights(tmp_path):
+    """A run that loaded ``w.pt`` (its recorded sha256) is refused once ``w.pt`` holds other bytes, at the same path;
+    a run that recorded no sha256 cannot be checked and is used as before."""
+    import hashlib
+
+    from dmp.tables.aggregate import read_metrics
+
+    weights = tmp_path / "w.pt"
+    weights.write_bytes(b"weights A")
+    run = Run("office31", "vanilla", "A->W", "dmp", "G", "full", "full", 0)
+    metrics = json.loads(Path(run.metrics_path(RUNS_ROOT)).read_text())
+    expected = {**metrics["config"], "weights_path": str(weights)}
+    recorded = {**metrics, "config": expected, "weights_sha256": hashlib.sha256(b"weights A").hexdigest()}
+    (tmp_path / "metrics.json").write_text(json.dumps(recorded))
+    assert read_metrics(tmp_path / "metrics.json", expected, [("accuracy",)])[1] is None
+    weights.write_bytes(b"weights B, swapped in after the run")
+    used, why = read_metrics(tmp_path / "metrics.json", expected, [("accuracy",)])
+    assert used is None and f"the run loaded {hashlib.sha256(b'weights A').hexdigest()[:12]}" in why
+    unrecorded = {**recorded, "weights_sha256": None}
+    (tmp_path / "metrics.json").write_text(json.dumps(unrecorded))
+    assert read_metrics(tmp_path / "metrics.json", expected, [("accuracy",)])[1] is None
