@@ -203,3 +203,159 @@ def test_a_rebuild_removes_the_temporary_file_a_killed_build_left(isolated):
     npy.unlink()
     cache.build("demo", "solid", 24, progress=False)
     assert npy.is_file() and not left.exists()
+
+
+# ----------------------------------------------------------------------------------------------- what lists name
+def _lists_dataset(user):
+    from test_data_user_images import LISTS_YAML, make_lists
+    user.declare("dn", LISTS_YAML, make_lists)
+    return user.path / "data" / "dn"
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_bytes(path.read_bytes() + text.encode("latin-1"))
+
+
+@pytest.mark.parametrize("line, message", [
+    ("clipart/./aircraft_carrier/clipart_0_0.jpg 0\n", r"clipart_train\.txt:\d+: .*listed again"),
+    ("clipart/../../dn/clipart/zebra/clipart_2_0.jpg 2\n", r"clipart_train\.txt:\d+: .*outside the data root"),
+    ("{tmp}/elsewhere/aircraft_carrier/clipart_0_0.jpg 0\n", r"clipart_train\.txt:\d+: .*outside the data root"),
+    ("clipart/zebra/caf\xe9.jpg 2\n", r"clipart_train\.txt:\d+: not UTF-8"),
+])
+def test_a_list_entry_that_names_an_image_twice_or_outside_the_data_root_is_refused_naming_the_line(
+        user, capsys, line, message):
+    import re
+    root = _lists_dataset(user)
+    _append(root / "clipart_train.txt", line.replace("{tmp}", str(user.path)))
+    err = _error(capsys, "fetch", "dn")
+    assert re.search(message, err), err
+    assert not (user.declarations / "dn" / "lock.json").exists()
+
+
+def test_an_image_in_both_a_train_and_a_test_list_is_refused_at_the_fetch(user, capsys):
+    root = _lists_dataset(user)
+    first = (root / "clipart_test.txt").read_text().splitlines()[0]
+    _append(root / "clipart_train.txt", first + "\n")
+    err = _error(capsys, "fetch", "dn")
+    assert "clipart_train.txt" in err and "clipart_test.txt" in err and first.split()[0] in err
+    assert not (user.declarations / "dn" / "lock.json").exists()
+
+
+def test_a_symlinked_sub_folder_of_a_class_folder_is_read(user):
+    user.declare("folders", FOLDERS_YAML, make_folders)
+    root = user.path / "data" / "folders"
+    make_folders(user.path / "elsewhere", {"more": {"x": 4}})
+    (root / "sketch" / "cat" / "linked").symlink_to(user.path / "elsewhere" / "more" / "x", target_is_directory=True)
+    assert _data("fetch", "folders") == 0
+    listed = registry.read_list(registry.list_file("folders", "sketch"))
+    assert sum(rel.startswith("sketch/cat/") for rel, _ in listed) == 3 + 4
+
+
+def test_a_file_name_a_list_line_cannot_hold_is_refused_naming_it(user, capsys):
+    user.declare("folders", FOLDERS_YAML, make_folders)
+    root = user.path / "data" / "folders"
+    (root / "sketch" / "cat" / "0.png").rename(root / "sketch" / "cat" / "a\nb.png")
+    err = _error(capsys, "fetch", "folders")
+    assert "sketch/cat" in err and "'a\\nb.png'" in err
+    assert not (user.declarations / "folders" / "lock.json").exists()
+
+
+def test_a_huge_label_in_a_list_without_classes_is_refused_before_any_allocation(user, capsys):
+    root = _lists_dataset(user)
+    _append(root / "clipart_train.txt", "clipart/zebra/clipart_2_0.jpg 3000000000\n")
+    err = _error(capsys, "fetch", "dn")
+    assert "label 3 has no image in the lists" in err and "3000000000" in err
+    assert _data("list") == 0 and "dn                 BROKEN" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------------------------- checkpoints
+@pytest.mark.parametrize("field, value", [
+    ("iteration", -5), ("iteration", 21), ("iteration", 3.5), ("threads", 0), ("threads", "2"), ("config", [1, 2]),
+    ("provenance", "abc"), ("train_seconds", float("nan")), ("dataset_version", 7), ("accuracy_log", [[1]]),
+])
+def test_a_tampered_checkpoint_field_is_refused_naming_the_file_and_the_field(tmp_path, field, value):
+    import torch
+    from synthetic import shift_task, small_cfg
+
+    from dmp.train import train
+    from dmp.train.checkpoint import CheckpointError
+
+    cfg = small_cfg(iterations=20, intra_start=5)
+    assert train(cfg, tmp_path, task=shift_task(), progress=False, stop_after=10) is None
+    path = tmp_path / "checkpoint.pt"
+    state = torch.load(path, weights_only=True)
+    torch.save({**state, field: value}, path)
+    with pytest.raises(CheckpointError) as exc:
+        train(cfg, tmp_path, task=shift_task(), progress=False)
+    assert str(path) in str(exc.value) and f"'{field}'" in str(exc.value)
+    assert not (tmp_path / "metrics.json").exists()
+
+
+# ----------------------------------------------------------------------------------------------- declaration values
+@pytest.mark.parametrize("extra, message", [
+    ('cache: "false"\n', r"key 'cache' must be true or false, got 'false'"),
+    ("cache: 'no'\n", r"key 'cache' must be true or false, got 'no'"),
+    ("meta: [1, 2]\n", r"key 'meta' must be a mapping"),
+    ("splits: [full, bogus]\n", r"key 'splits': 'bogus' is no split"),
+])
+def test_a_declaration_value_of_the_wrong_kind_is_refused_before_the_fetch_writes_anything(user, capsys, extra,
+                                                                                         message):
+    import re
+    folder = user.declare("folders", FOLDERS_YAML + extra, make_folders)
+    err = _error(capsys, "fetch", "folders")
+    assert re.search(message, err) and "dataset.yaml" in err, err
+    assert not (folder / "lock.json").exists() and not (folder / "lists").exists()
+
+
+def test_cache_false_and_true_are_read_as_booleans(user):
+    user.declare("off", FOLDERS_YAML + "cache: false\n")
+    user.declare("on", FOLDERS_YAML + "cache: yes\n")
+    assert registry.get_dataset("off", classes_from_data=False).cache_images is False
+    assert registry.get_dataset("on", classes_from_data=False).cache_images is True
+
+
+# ----------------------------------------------------------------------------------------------- GPU slots
+@pytest.mark.parametrize("slots, message", [
+    ("99999999999999999999", "at most 1024 GPUs"), ("1025", "at most 1024 GPUs"), ("\u00b2", "an integer >= 0"),
+])
+def test_a_gpu_slot_count_that_is_no_small_integer_is_refused_before_any_list_is_built(slots, message):
+    from dmp.train.devices import GpuSlotError, slot_devices
+
+    with pytest.raises(GpuSlotError, match=message):
+        slot_devices({"DMP_GPU_SLOTS": slots})
+
+
+def test_mig_device_names_get_lock_files_and_a_lock_folder_that_is_a_file_is_named(tmp_path):
+    from dmp.train.devices import GpuSlotError, gpu_slot
+
+    env = {"DMP_GPU_SLOTS": "2", "CUDA_VISIBLE_DEVICES": "MIG-GPU-ab/1/0,MIG-GPU-ab/2/0",
+           "DMP_GPU_LOCK_DIR": str(tmp_path / "locks")}
+    with gpu_slot(env, poll=0.01) as got:
+        assert got == {"slot": 0, "device": "MIG-GPU-ab/1/0"} and env["CUDA_VISIBLE_DEVICES"] == "MIG-GPU-ab/1/0"
+    assert [p.name for p in (tmp_path / "locks").iterdir()] == ["gpuMIG-GPU-ab_1_0.lock"]
+    (tmp_path / "file").write_text("")
+    with pytest.raises(GpuSlotError, match=f"DMP_GPU_LOCK_DIR: cannot use {tmp_path / 'file'}"):
+        with gpu_slot({**env, "DMP_GPU_LOCK_DIR": str(tmp_path / "file")}):
+            pass
+
+
+# ----------------------------------------------------------------------------------------------- sizes and images
+def test_an_input_cache_size_beyond_the_bound_is_refused_before_any_decoding(isolated, capsys):
+    from test_input_cache import _demo
+
+    from dmp.cli import main as dmp_main
+    _demo(isolated, odd_sizes=False)
+    with pytest.raises(SystemExit):
+        dmp_main(["data", "cache", "demo", "--resize", "100000", "--domains", "solid"])
+    assert "--resize 100000: a size is a number of pixels in 1..4096" in capsys.readouterr().err
+    assert not (isolated.path / "data" / ".demo.cache").exists()
+
+
+def test_an_image_too_large_to_decode_is_an_error_naming_it(user, monkeypatch):
+    from PIL import Image
+    user.declare("folders", FOLDERS_YAML, make_folders)
+    assert _data("fetch", "folders") == 0
+    task = _task("folders")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 20)  # the 14 x 14 images are now beyond twice PIL's bound
+    with pytest.raises(ValueError, match=r"unreadable image .*sketch/The_Eiffel_Tower/0\.png: too large to decode"):
+        task.source_train[(0, 1)]

@@ -27,6 +27,9 @@ from ..io import atomic_write, write_json
 from . import registry
 
 
+MAX_SIZE = 4096  # px: 48 MiB per cached image; the paper resizes to 256
+
+
 def cache_root(name: str, data_dir: str | None = None) -> Path:
     """``.<data folder name>.cache`` beside the dataset's data folder (:func:`registry.data_root`; ``data_dir``:
     that of a process whose DMP_DATA_DIR is ``data_dir``, e.g. a Snakemake job's)."""
@@ -150,8 +153,8 @@ def build(name: str, domain: str, size: int = 256, workers: int = 0, progress: b
         raise ValueError(f"dataset {name!r} is of kind {spec.kind!r}: its samples are held in memory already; the "
                          f"input cache is for image datasets")
     size = int(size)
-    if size < 1:
-        raise ValueError(f"--resize {size}: a size is a positive number of pixels")
+    if not 1 <= size <= MAX_SIZE:  # bounded before any image is decoded or any file is sized
+        raise ValueError(f"--resize {size}: a size is a number of pixels in 1..{MAX_SIZE}")
     pixels, index = cache_paths(name, domain, size)
     root = registry.require_dataset(name)
     lst = registry.list_file(name, domain, "full")

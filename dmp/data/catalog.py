@@ -1,5 +1,6 @@
 """The built-in datasets, declared as data: one :class:`~dmp.data.spec.DatasetSpec` each (domains, classes,
-expected counts, archives and their mirrors). Facts and sources: docs/datasets.md.
+expected counts, archives and their mirrors). Facts and sources: docs/datasets.md. :func:`read_declaration` reads
+a user declaration beside them (or says why it cannot).
 
 Mirrors of one archive serve the same bytes; a different packaging of the same images is another archive (its
 own checksum in the lock file). Whatever the packaging, the fetched content is checked by per-domain and
@@ -7,8 +8,11 @@ per-class counts and a per-file manifest hash (:mod:`dmp.data.verify`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 from .demo import DEMO_CLASSES, DEMO_DOMAINS, DEMO_PER_CLASS
-from .spec import Archive, DatasetSpec, Domain, gdrive
+from .spec import Archive, DatasetSpec, Domain, gdrive, spec_from_yaml
 
 MB, GB = 10 ** 6, 10 ** 9
 
@@ -175,3 +179,28 @@ SHARED_COPIES = {"office_caltech10": "../shared/data/office_caltech10_googlenet"
                  "mnist_usps": "../shared/data/mnist_usps"}
 
 BUILTIN = (OFFICE31, OFFICEHOME, IMAGECLEF, VISDA2017, DEMO, OFFICE_CALTECH10, MNIST_USPS, OFFICEHOME_15913)
+BUILTIN_NAMES = frozenset(s.name for s in BUILTIN)
+
+
+@dataclass(frozen=True)
+class BrokenDeclaration:
+    """A ``datasets/<name>/dataset.yaml`` that cannot be read: ``reason`` is its one-line error, raised (as
+    ValueError) only when the dataset is used; ``data list`` shows it."""
+    name: str
+    path: Path
+    reason: str
+
+
+def read_declaration(yml: Path) -> DatasetSpec | BrokenDeclaration:
+    """The spec of one user declaration, or what is wrong with it (never raises: one bad file must not break the
+    other datasets)."""
+    try:
+        spec = spec_from_yaml(yml)
+    except Exception as exc:  # noqa: BLE001 (YAML, type and value errors alike: reported when the dataset is used)
+        text = " ".join(str(exc)[:2000].split())  # an error may quote a huge value: one line, bounded
+        text = text if str(yml) in text else f"{yml}: {exc.__class__.__name__}: {text}"
+        return BrokenDeclaration(yml.parent.name, yml, text if len(text) <= 300 else text[:297] + "...")
+    if spec.name in BUILTIN_NAMES:
+        return BrokenDeclaration(spec.name, yml, f"{yml}: dataset name {spec.name!r} is already built in (rename "
+                                                 f"the folder)")
+    return spec

@@ -284,7 +284,7 @@ def build_task(cfg) -> Task:
     committed lists or the validated arrays (splits), then the torch datasets. Inputs are checked before any
     work: domains, list files (labels in range), array files (labels, values, dimensions)."""
     from . import registry
-    from .splits import load_arrays, load_views, run_lists, scored
+    from .splits import check_classes, load_arrays, load_views, run_lists, scored
 
     spec = registry.get_dataset(cfg["dataset"])
     names = [d.name for d in spec.domains]
@@ -297,7 +297,7 @@ def build_task(cfg) -> Task:
     reads, scores = run_lists(spec.name, *src, *tgt), scored(spec.name, *tgt)  # eval_lists: train / eval parts
     # images: the version of what this run reads (its lists and the bytes they name); arrays: their files
     if spec.kind == "images":  # lists written for other classes than today's: refused, never read under new names
-        registry.check_classes(spec.name, [d for d, *_ in reads.values()])
+        check_classes(spec.name, [d for d, *_ in reads.values()])
     version = registry.dataset_version(spec.name, *([list(reads.values()), True] if spec.kind == "images" else []))
     if spec.kind == "images":
         root = registry.require_dataset(spec.name)   # clear "how to get it" error when missing

@@ -44,11 +44,14 @@ def open_rgb(path):
     truncated or unreadable file)."""
     from PIL import Image
 
-    with Image.open(path) as img:
-        img.load()
-        if img.width < 1 or img.height < 1:
-            raise ValueError(f"empty image ({img.width}x{img.height})")
-        return to_rgb(img).copy()
+    try:
+        with Image.open(path) as img:
+            img.load()
+            if img.width < 1 or img.height < 1:
+                raise ValueError(f"empty image ({img.width}x{img.height})")
+            return to_rgb(img).copy()
+    except Image.DecompressionBombError as exc:  # PIL's guard against huge images: a ValueError naming the size
+        raise ValueError(f"too large to decode safely ({exc})") from None
 
 
 def _read_matrix(path: Path, key: str) -> np.ndarray:

@@ -11,15 +11,17 @@ import dataclasses
 import difflib
 import functools
 import hashlib
+import io
 import json
 import os
+import posixpath
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..io import sha256_file, write_json, write_text
-from .catalog import BUILTIN, PUBLISHED_DUPLICATES, SHARED_COPIES
-from .spec import DatasetSpec, domain_folder, partial_indices, placed_by_hand, spec_from_yaml, visible_name
+from .catalog import (BUILTIN, BUILTIN_NAMES, PUBLISHED_DUPLICATES, SHARED_COPIES, BrokenDeclaration,
+                      read_declaration)
+from .spec import DatasetSpec, domain_folder, partial_indices, placed_by_hand, visible_name
 
 PROJECT = Path(__file__).resolve().parents[2]
 DATASETS_DIR = PROJECT / "datasets"
@@ -34,31 +36,7 @@ class FetchError(RuntimeError):
 
 
 # ----------------------------------------------------------------------------------------------- lookup
-@dataclass(frozen=True)
-class BrokenDeclaration:
-    """A ``datasets/<name>/dataset.yaml`` that cannot be read: ``reason`` is its one-line error, raised (as
-    ValueError) only when the dataset is used; ``data list`` shows it."""
-    name: str
-    path: Path
-    reason: str
-
-
-def _declaration(yml: Path) -> DatasetSpec | BrokenDeclaration:
-    """The spec of one user declaration, or what is wrong with it (never raises: one bad file must not break the
-    other datasets)."""
-    try:
-        spec = spec_from_yaml(yml)
-    except Exception as exc:  # noqa: BLE001 (YAML, type and value errors alike: reported when the dataset is used)
-        text = " ".join(str(exc)[:2000].split())  # an error may quote a huge value: one line, bounded
-        text = text if str(yml) in text else f"{yml}: {exc.__class__.__name__}: {text}"
-        return BrokenDeclaration(yml.parent.name, yml, text if len(text) <= 300 else text[:297] + "...")
-    if spec.name in _BUILTIN_NAMES:
-        return BrokenDeclaration(spec.name, yml, f"{yml}: dataset name {spec.name!r} is already built in (rename "
-                                                 f"the folder)")
-    return spec
-
-
-_BUILTIN_NAMES = frozenset(s.name for s in BUILTIN)
+_BUILTIN_NAMES = BUILTIN_NAMES
 
 
 def _all_specs() -> dict[str, DatasetSpec | BrokenDeclaration]:
@@ -66,7 +44,7 @@ def _all_specs() -> dict[str, DatasetSpec | BrokenDeclaration]:
     :class:`BrokenDeclaration` where it cannot be read)."""
     specs: dict = {s.name: s for s in BUILTIN}
     for yml in (y for folder in reversed(declaration_dirs()) for y in sorted(folder.glob("*/dataset.yaml"))):
-        entry = _declaration(yml)
+        entry = read_declaration(yml)
         specs[entry.name] = entry  # a user folder named as a built-in: broken, said when that name is used
     return specs
 
@@ -235,15 +213,24 @@ def _published_duplicates(path: Path) -> bool:
 
 
 def read_list(path: Path, num_classes: int | None = None, shown: str | None = None,
-              duplicates: bool | None = None) -> list[tuple[str, int]]:
+              duplicates: bool | None = None, relative: bool = False) -> list[tuple[str, int]]:
     """``[(relative path, label)]`` from a list file: ``path label`` per line (paths may contain spaces; CRLF
     line ends are accepted). Labels must be integers, and in ``0..num_classes-1`` when ``num_classes`` is given;
     a path listed twice is refused (it would count one image twice), unless ``duplicates`` (default: whether the
-    list is one of the published lists that do so, :func:`_published_duplicates`). Every error names the file (as
+    list is one of the published lists that do so, :func:`_published_duplicates`). ``relative``: each path must be
+    relative to the data root and stay inside it, and is normalised (``a/./b`` and ``a/x/../b`` are ``a/b``, so one
+    image cannot be listed twice under two spellings). The file must be UTF-8. Every error names the file (as
     ``shown``, default its path) and line."""
     entries, path, seen = [], Path(path), {}
     shown = shown or str(path)
-    with open(path, newline="") as fh:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ValueError(f"{shown}:{line}: not UTF-8 (byte {data[exc.start]:#04x}); "
+                         f"save the list as UTF-8") from None
+    with io.StringIO(text, newline="") as fh:
         for n, line in enumerate(fh, 1):
             line = line.rstrip("\r\n")
             if not line.strip():
@@ -252,6 +239,12 @@ def read_list(path: Path, num_classes: int | None = None, shown: str | None = No
             if not m:
                 raise ValueError(f"{shown}:{n}: expected 'relative/path label' with an integer label, got {line!r}")
             rel, lab = m.group(1), int(m.group(2))
+            if relative:
+                norm = posixpath.normpath(rel.replace("\\", "/"))
+                if norm.startswith("/") or re.match(r"[A-Za-z]:/", norm) or norm == ".." or norm.startswith("../"):
+                    raise ValueError(f"{shown}:{n}: {rel!r} is outside the data root (a list's paths are relative "
+                                     f"to it, inside it)")
+                rel = norm
             if num_classes is not None and not 0 <= lab < num_classes:
                 raise ValueError(f"{shown}:{n}: label {lab} of {rel!r} outside 0..{num_classes - 1}")
             if rel in seen:
@@ -356,44 +349,6 @@ def dataset_version(name: str, lists=None, content: bool = False) -> str:
     return h.hexdigest()[:12]
 
 
-def check_classes(name: str, domains) -> None:
-    """Refuse the committed full lists of ``domains`` of a user image dataset when they no longer fit its classes:
-    the per-class counts under today's class names differ from those locked at the first fetch (a class folder
-    added or removed, ``classes:`` reordered or edited) or, for class folders, an image's folder is not the class its
-    label names. Training on them would put the accuracies under shifted class names with an unchanged version."""
-    spec = get_dataset(name)
-    if spec.kind != "images" or name in _BUILTIN_NAMES:
-        return
-    lock, yml = read_lock(name), dataset_dir(name) / "dataset.yaml"
-    locked_classes = {c for counts in lock["counts"].values() for c in counts}
-    if locked_classes and locked_classes != set(spec.classes):
-        added, gone = sorted(set(spec.classes) - locked_classes), sorted(locked_classes - set(spec.classes))
-        raise ValueError(f"dataset {name!r}: its classes changed since the data was locked in {lock_path(name)} ("
-                         + "; ".join(s for s in (f"new class(es) {', '.join(added)}" if added else "",
-                                                 f"class(es) {', '.join(gone)} gone" if gone else "") if s)
-                         + f", from {yml} or the class folders): another dataset version; remove the lock file and "
-                           f"fetch it again (`dmp data fetch {name}`)")
-    for d in dict.fromkeys(spec.domain(x).name for x in domains):
-        path = list_path(name, d)
-        if not path.is_file():
-            continue
-        entries = read_list(path)
-        bad = next((i for i, (_, lab) in enumerate(entries) if not 0 <= lab < len(spec.classes)), None)
-        dom = spec.domain(d)
-        if bad is None and spec.layout == "class_folders":
-            from .spec import bare_folder
-            tops = [f for f in (dom.folder, bare_folder(spec, dom)) if f]
-            bad = next((i for i, (rel, lab) in enumerate(entries)
-                        if not any(rel.startswith(f"{f}/{spec.classes[lab]}/") for f in tops)), None)
-        counts = {c: sum(lab == i for _, lab in entries) for i, c in enumerate(spec.classes)}
-        locked = lock["counts"].get(d)
-        if bad is None and (not locked or counts == locked):
-            continue
-        where = f"{path}:{bad + 1}: {entries[bad][0]!r} has label {entries[bad][1]}" if bad is not None else str(path)
-        raise ValueError(f"{where}: the list was prepared for other classes than {yml} and the class folders give "
-                         f"now ({', '.join(spec.classes)}): run `dmp data prepare {name}` to write the lists again")
-
-
 # ----------------------------------------------------------------------------------------------- classes read from data
 def data_classes(spec, root) -> tuple[str, ...]:
     """The classes of a user image dataset whose dataset.yaml lists none (``spec.classes_from``), read from its data
@@ -417,7 +372,7 @@ def _list_classes(stamps) -> tuple[str, ...]:
     """Label -> class name from the label lists ``stamps`` ((path, mtime, size)): the folder of its images."""
     names: dict[int, tuple[str, str, str]] = {}
     for path, *_ in stamps:
-        for rel, label in read_list(Path(path)):
+        for rel, label in read_list(Path(path), relative=True):
             parts = rel.replace("\\", "/").split("/")
             if len(parts) < 2:
                 raise ValueError(f"{path}: {rel!r} is in no class folder, so the class names cannot be read from the "
@@ -428,7 +383,12 @@ def _list_classes(stamps) -> tuple[str, ...]:
             if seen[0] != parts[-2]:
                 raise ValueError(f"{path}: {rel!r} has label {label}, whose images are in folder {seen[0]!r} in "
                                  f"{seen[1]} ({seen[2]!r}): list `classes` in the dataset.yaml (in label order)")
-    classes = tuple(names[i][0] if i in names else "" for i in range(max(names, default=-1) + 1))
+    gap = min(set(range(len(names) + 1)) - set(names))  # labels must be 0..K-1: bounded before any allocation
+    if gap < len(names) or max(names, default=-1) >= len(names):
+        raise ValueError(f"label {gap} has no image in the lists ({', '.join(p for p, *_ in stamps)}) but label "
+                         f"{max(names)} has: labels are 0..K-1 for K classes; list `classes` in the dataset.yaml "
+                         f"(in label order)")
+    classes = tuple(names[i][0] for i in range(len(names)))
     if "" in classes:
         raise ValueError(f"label {classes.index('')} has no image in the lists ({', '.join(p for p, *_ in stamps)}): "
                          f"list `classes` in the dataset.yaml (in label order)")

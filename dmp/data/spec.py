@@ -224,6 +224,8 @@ def _spec(raw, path: Path) -> DatasetSpec:
         twice = sorted(c for c in set(classes) if classes.count(c) > 1)
         raise ValueError(f"key 'classes' names a class twice: {', '.join(twice)}")
     root = (path.parent / str(raw.get("root", "data"))).resolve()
+    if not isinstance(raw.get("meta") or {}, dict):
+        raise ValueError(f"key 'meta' must be a mapping of name: value, got {raw['meta']!r}")
     meta = tuple((str(k), json.dumps(v, sort_keys=True)) for k, v in sorted((raw.get("meta") or {}).items()))
     partial = _names(raw.get("partial_classes") or (), "partial_classes")
     common = dict(name=path.parent.name, kind=kind, classes=classes, default_root=str(root), meta=meta,
@@ -318,6 +320,12 @@ def _image_spec(raw, path: Path, common: dict) -> DatasetSpec:
         raise ValueError(f"the folder name {path.parent.name!r} is the dataset's name: letters, digits and '_' only "
                          f"(it names run folders and Snakemake targets)")
     splits = _names(raw.get("splits") or (("full", "partial") if partial else ("full",)), "splits")
+    bad = [x for x in splits if not re.fullmatch(r"full|partial|first[1-9]\d*|n[1-9]\d*", x)]
+    if bad or ("partial" in splits and not partial):
+        raise ValueError(f"key 'splits': {bad[0] if bad else 'partial'!r} is no split" + (
+            "; splits are full, partial, first<N> or n<K>" if bad else " without 'partial_classes'"))
+    if not isinstance(raw.get("cache", False), bool):
+        raise ValueError(f"key 'cache' must be true or false, got {raw['cache']!r}")
     return DatasetSpec(domains=tuple(domains), title=raw.get("title", f"user images ({path})"),
                        homepage=str(raw.get("homepage", "")), layout=layout, label_lists=tuple(label_lists),
                        list_paths="root", archives=tuple(archives), splits=splits,

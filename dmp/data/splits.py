@@ -22,7 +22,8 @@ import numpy as np
 from . import registry
 from .load import read_arrays, read_views
 from .registry import read_list, write_list
-from .spec import DatasetSpec, domain_folder
+from .catalog import BUILTIN_NAMES
+from .spec import DatasetSpec, bare_folder, domain_folder
 from .verify import _listed, check_counts, per_class, scan_domain
 
 SEED = 0  # the seed of the n<K> subsets; part of the protocol, never changed
@@ -188,3 +189,41 @@ def split_size(name: str, domain: str, split: str) -> int:
             raise ValueError(f"dataset {name!r} domain {dom.name!r}: the size of split {split!r} needs the data "
                              f"file ({e.filename or e}) or a declared `count` in its dataset.yaml") from None
     return len(read_list(registry.list_file(name, dom.name, split)))
+
+
+def check_classes(name: str, domains) -> None:
+    """Refuse the committed full lists of ``domains`` of a user image dataset when they no longer fit its classes:
+    the per-class counts under today's class names differ from those locked at the first fetch (a class folder
+    added or removed, ``classes:`` reordered or edited) or, for class folders, an image's folder is not the class its
+    label names. Training on them would put the accuracies under shifted class names with an unchanged version."""
+    spec = registry.get_dataset(name)
+    if spec.kind != "images" or name in BUILTIN_NAMES:
+        return
+    lock, yml = registry.read_lock(name), registry.dataset_dir(name) / "dataset.yaml"
+    locked_classes = {c for counts in lock["counts"].values() for c in counts}
+    if locked_classes and locked_classes != set(spec.classes):
+        added, gone = sorted(set(spec.classes) - locked_classes), sorted(locked_classes - set(spec.classes))
+        raise ValueError(f"dataset {name!r}: its classes changed since the data was locked in "
+                         f"{registry.lock_path(name)} ("
+                         + "; ".join(s for s in (f"new class(es) {', '.join(added)}" if added else "",
+                                                 f"class(es) {', '.join(gone)} gone" if gone else "") if s)
+                         + f", from {yml} or the class folders): another dataset version; remove the lock file and "
+                           f"fetch it again (`dmp data fetch {name}`)")
+    for d in dict.fromkeys(spec.domain(x).name for x in domains):
+        path = registry.list_path(name, d)
+        if not path.is_file():
+            continue
+        entries = read_list(path)
+        bad = next((i for i, (_, lab) in enumerate(entries) if not 0 <= lab < len(spec.classes)), None)
+        dom = spec.domain(d)
+        if bad is None and spec.layout == "class_folders":
+            tops = [f for f in (dom.folder, bare_folder(spec, dom)) if f]
+            bad = next((i for i, (rel, lab) in enumerate(entries)
+                        if not any(rel.startswith(f"{f}/{spec.classes[lab]}/") for f in tops)), None)
+        counts = {c: sum(lab == i for _, lab in entries) for i, c in enumerate(spec.classes)}
+        locked = lock["counts"].get(d)
+        if bad is None and (not locked or counts == locked):
+            continue
+        where = f"{path}:{bad + 1}: {entries[bad][0]!r} has label {entries[bad][1]}" if bad is not None else str(path)
+        raise ValueError(f"{where}: the list was prepared for other classes than {yml} and the class folders give "
+                         f"now ({', '.join(spec.classes)}): run `dmp data prepare {name}` to write the lists again")

@@ -62,16 +62,20 @@ def scan_domain(spec: DatasetSpec, domain: Domain, root: Path, shown: Shown | No
                 s for s in (f"missing class folder(s) {', '.join(missing)}" if missing else "",
                             f"unknown class folder(s) {', '.join(unknown)}" if unknown else "") if s))
         for label, cls in enumerate(spec.classes):
-            for dirpath, dirnames, files in os.walk(base / cls):
-                dirnames[:] = sorted(d for d in dirnames if visible_name(d))
-                rel_dir = Path(dirpath).relative_to(root).as_posix()
-                entries += [(f"{rel_dir}/{f}", label) for f in sorted(files) if _is_image(f)]
+            entries += [(rel, label) for rel in _images_under(root, base / cls, shown)]
     elif spec.layout == "list_files":
+        first: dict[str, str] = {}
         for lst in (lst for d, lst in spec.label_lists if d == domain.name):
             if not (root / lst).is_file():
                 raise registry.DatasetMissingError(f"label list {shown(lst)} (domain {domain.name!r}) does not "
                                                    f"exist")
-            entries += _listed(spec, domain, root, lst, shown)
+            listed = _listed(spec, domain, root, lst, shown)
+            twice = next((rel for rel, _ in listed if first.get(rel, lst) != lst), None)
+            if twice is not None and spec.name not in PUBLISHED_DUPLICATES:  # e.g. in a train and a test list
+                raise ValueError(f"{twice!r} is listed in {shown(first[twice])} and in {shown(lst)}: an image is in "
+                                 f"one list of its domain (trained on or scored)")
+            first.update((rel, lst) for rel, _ in listed if rel not in first)
+            entries += listed
     else:
         raise ValueError(f"dataset {spec.name!r}: unknown layout {spec.layout!r}")
     entries.sort()
@@ -84,12 +88,32 @@ def scan_domain(spec: DatasetSpec, domain: Domain, root: Path, shown: Shown | No
     return entries
 
 
+def _images_under(root: Path, folder: Path, shown: Shown) -> list[str]:
+    """The image files under ``folder`` (relative to ``root``, sorted by folder then name), symlinked sub-folders
+    followed (a link back to a folder above is an error, as is a name a list line cannot hold)."""
+    out, seen = [], set()
+    for dirpath, dirnames, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(dirpath)
+        rel_dir = Path(dirpath).relative_to(root).as_posix()
+        if real in seen:
+            raise ValueError(f"{shown(rel_dir)}: reached a second time through a symbolic link (a loop, or two links to one folder)")
+        seen.add(real)
+        dirnames[:] = sorted(d for d in dirnames if visible_name(d))
+        for name in [*dirnames, *files]:
+            if "\n" in name or "\r" in name:
+                raise ValueError(f"{shown(rel_dir)}: the name {name!r} holds a line break, which a list line cannot "
+                                 f"hold; rename it")
+        out += [f"{rel_dir}/{f}" for f in sorted(files) if _is_image(f)]
+    return out
+
+
 def _listed(spec: DatasetSpec, domain: Domain, root: Path, lst: str, shown: Shown) -> list[tuple[str, int]]:
     """The entries of one label list, each file checked; ``spec.list_paths``: "root" = paths relative to the root,
     "in_folder" = the file name inside the domain folder."""
     entries = []
     for rel, label in registry.read_list(root / lst, len(spec.classes), shown(lst),
-                                         duplicates=spec.name in PUBLISHED_DUPLICATES):
+                                         duplicates=spec.name in PUBLISHED_DUPLICATES,
+                                         relative=spec.list_paths == "root"):
         rel = rel.replace(chr(92), "/")
         path = rel if spec.list_paths == "root" else f"{domain.folder}/{rel.rsplit('/', 1)[-1]}"
         if not (root / path).is_file():

@@ -60,7 +60,43 @@ def load_torch(path, keys=()):
                               f"objects other than tensors and plain values){hint}") from exc
     if not isinstance(state, dict) or not set(keys) <= set(state):
         raise CheckpointError(f"{path} is not a checkpoint of this trainer{hint}")
+    problem = _field_problem(state)
+    if problem:
+        raise CheckpointError(f"{path}: {problem}{hint}")
     return state
+
+
+def _field_problem(state: dict) -> str | None:
+    """What is wrong with the plain fields of a trainer checkpoint (a tampered or foreign file), else None: the
+    iteration an integer in ``0..config iterations``, the thread count a positive integer, the config a mapping, the
+    provenance a list of mappings, the times finite numbers >= 0, the dataset version a string, the accuracy log
+    ``[iteration, accuracy]`` pairs."""
+    import math
+
+    def integer(v):
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    def number(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    config = state.get("config", {})
+    if not isinstance(config, dict):
+        return f"field 'config' is a {type(config).__name__}, not the run's config (a mapping)"
+    last = config.get("iterations")
+    checks = {
+        "iteration": (lambda v: integer(v) and v >= 0 and (not integer(last) or v <= last),
+                      f"an iteration in 0..{last}" if integer(last) else "an iteration >= 0"),
+        "threads": (lambda v: integer(v) and 1 <= v <= 65536, "a thread count >= 1"),
+        "provenance": (lambda v: isinstance(v, list) and all(isinstance(p, dict) for p in v), "a list of mappings"),
+        "dataset_version": (lambda v: isinstance(v, str), "a dataset version (a string)"),
+        "accuracy_log": (lambda v: isinstance(v, list) and all(isinstance(r, list) and len(r) == 2 and
+                                                               all(map(number, r)) for r in v),
+                         "a list of [iteration, accuracy] pairs"),
+        **{k: (number, "a time in seconds >= 0") for k in ("train_seconds", "anchor_seconds", "wall_seconds")},
+    }
+    for key, (ok, what) in checks.items():
+        if key in state and not ok(state[key]):
+            return f"field {key!r} = {_first_line(ValueError(repr(state[key])))} is not {what}"
+    return None
 
 
 def config_changes(old: dict, new: dict) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import sys
 import tempfile
 import time
@@ -26,6 +27,7 @@ from pathlib import Path
 SLOTS_ENV = "DMP_GPU_SLOTS"
 LOCK_DIR_ENV = "DMP_GPU_LOCK_DIR"
 VISIBLE = "CUDA_VISIBLE_DEVICES"
+MAX_SLOTS = 1024
 
 
 class GpuSlotError(ValueError):
@@ -42,8 +44,11 @@ def slot_devices(env=os.environ) -> list[str] | None:
     raw = env.get(SLOTS_ENV, "").strip()
     if not raw or raw == "0":
         return None
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):
         raise GpuSlotError(f"{SLOTS_ENV}={raw[:40]!r}: expected the number of GPUs (an integer >= 0)")
+    if len(raw) > 4 or int(raw) > MAX_SLOTS:  # bounded before any list is built
+        raise GpuSlotError(f"{SLOTS_ENV}={raw[:40]}: at most {MAX_SLOTS} GPUs (snakemake --resources gpu=N with N "
+                           f"the machine's GPUs)")
     n = int(raw)
     visible = env.get(VISIBLE)
     if visible is not None:
@@ -57,6 +62,12 @@ def slot_devices(env=os.environ) -> list[str] | None:
     return [str(i) for i in range(n)]
 
 
+def lock_name(device: str) -> str:
+    """The lock file of ``device`` (an index, a GPU UUID, or a MIG name such as ``MIG-GPU-<uuid>/1/0``): ``gpu<device>
+    .lock`` with every character but letters, digits, ``.``, ``_`` and ``-`` written as ``_``."""
+    return "gpu" + re.sub(r"[^A-Za-z0-9._-]", "_", device) + ".lock"
+
+
 @contextlib.contextmanager
 def gpu_slot(env=os.environ, poll: float = 1.0):
     """Claim one of :func:`slot_devices` for the ``with`` block (waiting while all are taken) and export it as
@@ -67,11 +78,15 @@ def gpu_slot(env=os.environ, poll: float = 1.0):
         yield None
         return
     folder = lock_dir(env)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file of that name, or no permission
+        raise GpuSlotError(f"{LOCK_DIR_ENV}: cannot use {folder} as the GPU slots' lock folder ({exc.strerror}); "
+                           f"point {LOCK_DIR_ENV} at a folder") from None
     waited = False
     while True:
         for slot, device in enumerate(devices):
-            fh = open(folder / f"gpu{device}.lock", "a+")
+            fh = open(folder / lock_name(device), "a+")
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
