@@ -12,7 +12,7 @@ from tests import hang_guard
 DATA = Path(__file__).resolve().parents[1] / "dmp" / "data"
 # spec -> fetch/verify -> lists -> loader -> Task; demo (the generator) and io at the bottom, the CLI on top
 LAYERS = ["demo", "spec", "catalog", "registry", "load", "verify", "archive", "download", "fetch", "splits",
-          "cache", "cached_images", "declare", "inputs", "features", "cli"]
+          "cache", "cached_images", "declare", "inputs", "cli"]
 
 
 def _imports(module: str) -> set[str]:
