@@ -11,6 +11,7 @@ from evidence_studies import (ANCHORS, COMPARISON, COMPARISON_BASE, DIGITS_INIT,
                              PUBLISHED_SOURCE, ROOT,
                               SHORT, VANILLA, WEAK_VARIANTS, variant_folder)
 from office31_report import section as office31_section
+from partial_lockin import section as lockin_section
 
 def _versions(m: dict) -> dict:
     """What a run's number depends on besides its config: the data version, the backbone weights file (sha256;
@@ -317,6 +318,7 @@ def render(df: pd.DataFrame, protos: pd.DataFrame | None = None, weights_dir: Pa
         lines += [f"## {dataset}, {setting}", "", f"{part['seed'].nunique()} seeds.", "", *above, md, "", *below,
                   _wins(wins), ""]
     lines += office31_section()
+    lines += lockin_section()
     lines += comparison_section(df)
     weak = df[df["study"] == "weak"]
     if len(weak):

@@ -71,3 +71,24 @@ def test_the_partial_table_reads_the_partial_runs_and_the_paper_partial_row(tmp_
     assert "| ETN - Source only | 1.0 ± 2.1 | – | – | – | 4 of 6 |" in part
     assert next(line for line in part if line.startswith("| PADA, paper")).endswith("| 92.7 | |")
     assert not any(line.startswith("| ETN, paper") for line in part)
+
+
+def test_the_deeper_fine_tune_is_read_against_the_study_s_runs_of_its_own_seeds(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    for s in (0, 1):                                   # the study's A->W: source-only 50, 51; DMP 60, 63
+        for i, t in enumerate(TASKS):
+            _write(tmp_path, "source_only", s, t, 50.0 + i + s)
+            _write(tmp_path, "dmp", s, t, 60.0 + 2 * i + 3 * s)
+    dep = "departures/{d}/{t}/{m}/seed{s}"
+    for name, so, dmp in (("no_views", 40.0, 47.5), ("head_frozen", 50.0, 60.0), ("no_views_224", 45.0, 55.0),
+                          ("stages_5_on", 30.0, 55.0)):
+        _write(tmp_path, "source_only", 0, "A->W", so, dep.replace("{d}", name))
+        _write(tmp_path, "dmp", 0, "A->W", dmp, dep.replace("{d}", name))
+    text = "\n".join(report.section())
+    row = next(line for line in text.splitlines() if line.startswith("| stages 5 and 6"))
+    assert row.endswith("| `o31` | 30.0 | 55.0 | 25.0 | +14.0 (against the study) | 1 |")   # study gain 11.0
+    # against the study's seed 0 (50, 60), not its mean over seeds 0 and 1 (50.5, 61.5)
+    assert ("changes DMP's gain by +14.0, but source-only by -20.0 and DMP by -5.0 (against the study's runs of "
+            "the same seed, 0)") in text
+    assert "the stored views add +3.5 points to DMP's gain, 224 px crops +2.5, and fine-tuning the head +1.0" in text
