@@ -178,6 +178,9 @@ def test_pada_weights_the_source_ce_and_the_source_side_of_the_domain_loss():
                                                    rel=1e-5)
     ce_t = torch.nn.functional.cross_entropy(ctx.logits_s, ctx.y_s)
     assert _v(m.total(ce_t, out, ctx)) == pytest.approx(_v(out["ce_weighted"] + out["transfer"]), rel=1e-6)
+    # pada_ce=code: the official code's weighted mean, sum gamma CE / sum gamma (its scale does not shrink with gamma)
+    m, ctx = _ctx("pada", mean_prediction=mean_prediction, pada_ce="code")
+    assert _v(m.losses(ctx)["ce_weighted"]) == pytest.approx((gamma * ce).sum() / gamma.sum(), rel=1e-5)
     # before the first refresh: uniform weights, PADA is DANN
     m, ctx = _ctx("pada")
     assert _v(m.losses(ctx)["ce_weighted"]) == pytest.approx(ce.mean(), rel=1e-5)
@@ -376,7 +379,7 @@ def test_cdan_e_entropy_weights_pass_the_reversed_gradient_at_the_scheduled_coef
 OPTIONS = {"dann_trade_off": 0.7, "dann_hidden": 16, "cdan_random_dim": 64, "bsp_weight": 0.3, "bsp_k": 2,
            "afn_weight": 0.11, "hafn_radius": 3.0, "safn_delta_r": 0.5, "iwan_trade_off": 1.7,
            "iwan_entropy_weight": 0.37, "san_entropy_weight": 0.45, "etn_entropy_weight": 0.6,
-           "etn_aux_domain_weight": 3.0, "etn_aux_ce_weight": 0.8}  # none at its default
+           "etn_aux_domain_weight": 3.0, "etn_aux_ce_weight": 0.8, "pada_ce": "code"}  # none at its default
 
 
 def _objective(method, o, ce, t):
