@@ -233,7 +233,29 @@ def partial_section() -> list[str]:
              "`partial`). ETN has no Office-31 row in the paper's table. " + _provenance(runs), "", *table, ""]
     if gains:
         lines += ["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""]
-    return lines
+    return lines + pada_check(runs)
+
+
+def pada_check(runs: pd.DataFrame) -> list[str]:
+    """PADA with the official code's weighted cross-entropy (``scripts/office31_partial_checks.sh``) beside the
+    table's PADA (the paper's objective) and source-only, on the seeds the check ran."""
+    check = _runs("checks/pada_ce_code/*/*/seed*/metrics.json")
+    if check.empty:
+        return []
+    seeds = sorted(check["seed"].unique())
+    rows = {"Source only": runs[runs["method"] == "source_only"], "PADA (pada_ce=paper, the table's)":
+            runs[runs["method"] == "pada"], "PADA (pada_ce=code)": check}
+    lines = ["| run | " + " | ".join(TASKS) + " | Avg |", "|---|" + "---|" * (len(TASKS) + 1)]
+    for name, part in rows.items():
+        per_task = part[part["seed"].isin(seeds)].pivot_table(index="seed", columns="task", values="accuracy")
+        cells = [_fmt(per_task[t].dropna()) if t in per_task else "–" for t in TASKS]
+        complete = per_task.dropna()
+        avg = _fmt(complete[TASKS].mean(axis=1)) if len(complete.columns) == len(TASKS) and len(complete) else "–"
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {avg} |")
+    return ["PADA's cross-entropy as the official code weights it (`pada_ce=code`: sum gamma CE / sum gamma, where the "
+            "paper's objective averages gamma CE over the batch and so shrinks the supervised term with gamma), "
+            f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}, "
+            "`scripts/office31_partial_checks.sh`. " + _provenance(check), "", *lines, ""]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Checks of the Office-31 partial table (config/office31_lite.yaml, table `partial`): PADA with the official code's
+# weighted cross-entropy (pada_ce=code) beside the suite's PADA (pada_ce=paper, the paper's objective), on the same
+# stored trunk, seeds and preset: runs under results/office31_lite/checks/pada_ce_code/<task>/pada/seed<k>/
+# (metrics.json: config, seed, git commit, dataset version), tabled by scripts/office31_report.py in docs/evidence.md.
+# Usage: [SEEDS="0"] scripts/office31_partial_checks.sh [JOBS]   (JOBS trainings side by side, 1 thread each)
+# A finished run is skipped, an interrupted one resumes from its checkpoint (dmp train's own rule).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${1:-2}
+PY=${PY:-.venv/bin/python}
+OUT=results/office31_lite/checks
+jobs=()
+for seed in ${SEEDS:-0}; do
+  for task in amazon:webcam dslr:webcam webcam:dslr amazon:dslr dslr:amazon webcam:amazon; do
+    jobs+=("pada_ce_code ${task%:*} ${task#*:} seed=$seed method=pada pada_ce=code")
+  done
+done
+run() {
+  set -- $1
+  local name=$1 src=$2 tgt=$3; shift 3
+  local seed=${1#seed=}
+  local short="${src:0:1}-${tgt:0:1}"
+  local out=$OUT/$name/${short^^}/pada/seed$seed
+  [ -f "$out/metrics.json" ] && return 0
+  "$PY" -m dmp train --out "$out" dataset=office31_lite0_t128 source=$src target=$tgt setting=partial \
+    source_split=full target_split=partial metric=G device=cpu threads=1 "$@" \
+    > "/tmp/office31_check_${name}_${short}_${seed}.log" 2>&1 && echo "$out: done"
+}
+export -f run; export OUT PY
+printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -I{} bash -c 'run "$@"' _ {}
