@@ -93,7 +93,8 @@ def section(root: Path = OUT) -> list[str]:
     dmp = [r for r in rows if r["method"] == "dmp"]
     if not dmp:
         return []
-    prov = (f"Dataset `demo` version {', '.join(sorted({r['version'] for r in rows}))}; weights sha256 "
+    prov = (f"Dataset `demo` versions {', '.join(sorted({r['version'] for r in rows}))} (one per task: the lists a "
+            f"run reads); weights sha256 "
             f"{', '.join(sorted({r['weights'][:12] for r in rows}))}; code versions "
             f"{', '.join(sorted({r['code'] for r in rows}))}; commits {', '.join(sorted({r['commit'] for r in rows}))}; "
             f"{len(rows)} runs.")
@@ -102,7 +103,7 @@ def section(root: Path = OUT) -> list[str]:
              f"seeds {min(SEEDS)}-{max(SEEDS)}, with the paper's class weights (`mean_prediction_momentum` 0: `pi` is "
              "the mean target prediction of the last refresh, Eq. ClassWeight) and with `pi` averaged across "
              "refreshes (`pi <- m pi_previous + (1 - m) pi_pass`); a run *collapses* when a target class ends at "
-             f"{COLLAPSE:g} % or less. One pre-trained CNN, one data version and one code version for every row. "
+             f"{COLLAPSE:g} % or less. The same pre-trained CNN, data and code for every row. "
              + prov, "",
              "| task | mean_prediction_momentum | accuracy (mean ± std) | min | collapsed runs | collapsed classes |",
              "|---|---|---|---|---|---|"]
@@ -117,8 +118,15 @@ def section(root: Path = OUT) -> list[str]:
                          f"{', '.join(classes) or '–'} |")
     total = {m: (sum(bool(r["collapsed"]) for r in dmp if r["momentum"] == m),
                  sum(1 for r in dmp if r["momentum"] == m)) for m in sorted({r["momentum"] for r in dmp})}
+    from scipy.stats import fisher_exact
+    k0, n0 = total.get(0.0, (0, 0))
+    tests = {m: fisher_exact([[k0, n0 - k0], [k, n - k]])[1] for m, (k, n) in total.items() if m != 0 and n0}
     lines += ["", "Collapsed runs over both tasks: " + "; ".join(
-        f"momentum {m:g}: {k} of {n}" for m, (k, n) in total.items()) + "."]
+        f"momentum {m:g}: {k} of {n}" + (f" (against the paper's: Fisher's exact test p = {tests[m]:.2f})"
+                                         if m in tests else "") for m, (k, n) in total.items()) + "."]
+    lines += ["", "`mean_prediction_momentum` stays 0 by default: Eq. ClassWeight's `pi` is \"the mean value of the "
+              "target prediction P^t\" of the pass; the collapse counts above are read with their p-values (the "
+              "momenta were fixed before the runs, the same for every task and seed)."]
     pairs = _near_pairs(rows)
     if pairs:
         lines += ["", f"Source-only on the same seeds confuses, on the target (true -> predicted): {pairs}."]

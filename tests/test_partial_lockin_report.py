@@ -35,7 +35,9 @@ def test_collapses_per_momentum_and_the_near_pair(tmp_path):
     lines = report.section(tmp_path)
     assert "| S->O | 0 (paper) | 78.6 ± 17.8 | 66.7 | 2 of 3 | circle |" in lines
     assert "| S->O | 0.9 | 95.0 ± 7.1 | 90.0 | 0 of 2 | – |" in lines
-    assert "Collapsed runs over both tasks: momentum 0: 2 of 3; momentum 0.9: 0 of 2." in lines
+    # Fisher's exact test on [[2, 1], [0, 2]]: p = 0.4 (hypergeometric: tables at least as extreme, two-sided)
+    assert ("Collapsed runs over both tasks: momentum 0: 2 of 3; momentum 0.9: 0 of 2 (against the paper's: Fisher's "
+            "exact test p = 0.40).") in lines
     assert ("Source-only on the same seeds confuses, on the target (true -> predicted): circle -> hexagon 30.0 %, "
             "arrow -> circle 5.0 %, hexagon -> circle 5.0 %.") in lines
     assert any("7 runs." in line for line in lines)
