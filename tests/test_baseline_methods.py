@@ -125,14 +125,21 @@ def test_cdan_term_against_numpy_multilinear_map_and_entropy_weights(entropy):
     assert _v(m.losses(ctx)["transfer"]) == pytest.approx(ref, rel=1e-5)
 
 
+def _randomized_disc(ctx, dim):
+    """The target softmax rows ``P`` of both domains and the discriminator's logits on CDAN's randomized map
+    ``(R_f f) * (R_g P) / sqrt(dim)``, in numpy."""
+    mods = ctx.modules
+    f = np.concatenate([_np(ctx.feats_s[-1]), _np(ctx.feats_t[-1])])
+    logits = np.concatenate([_np(ctx.logits_s), _np(ctx.logits_t)])
+    P = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    return P, _disc(ctx, (f @ _np(mods["map"].r_f)) * (P @ _np(mods["map"].r_g)) / math.sqrt(dim))
+
+
 def test_cdan_randomized_above_4096_against_numpy():
     m, ctx = _ctx("cdan_e", dims=(8, 1025), classes=4)  # 1025 x 4 = 4100 > 4096
     mods = ctx.modules
     assert tuple(mods["map"].r_f.shape) == (1025, 1024) and mods["discriminator"].hidden[0].in_features == 1024
-    f = np.concatenate([_np(ctx.feats_s[-1]), _np(ctx.feats_t[-1])])
-    logits = np.concatenate([_np(ctx.logits_s), _np(ctx.logits_t)])
-    P = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
-    d = _disc(ctx, (f @ _np(mods["map"].r_f)) * (P @ _np(mods["map"].r_g)) / math.sqrt(1024))
+    P, d = _randomized_disc(ctx, 1024)
     w = 1 + np.exp((P * np.log(P + 1e-5)).sum(1))
     ref = 0.5 * ((w[:6] * _bce(d[:6], 1)).sum() / w[:6].sum() + (w[6:] * _bce(d[6:], 0)).sum() / w[6:].sum())
     assert _v(m.losses(ctx)["transfer"]) == pytest.approx(ref, rel=1e-4)
@@ -449,10 +456,7 @@ def test_the_options_that_are_not_weights_as_their_papers_define_them():
     m, ctx = _ctx("cdan", dims=(8, 1025), cdan_random_dim=64)
     mods = ctx.modules
     assert tuple(mods["map"].r_f.shape) == (1025, 64) and mods["discriminator"].hidden[0].in_features == 64
-    f = np.concatenate([_np(ctx.feats_s[-1]), _np(ctx.feats_t[-1])])
-    logits = np.concatenate([_np(ctx.logits_s), _np(ctx.logits_t)])
-    P = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
-    d = _disc(ctx, (f @ _np(mods["map"].r_f)) * (P @ _np(mods["map"].r_g)) / math.sqrt(64))
+    P, d = _randomized_disc(ctx, 64)
     assert _v(m.losses(ctx)["transfer"]) == pytest.approx(0.5 * (_bce(d[:6], 1).mean() + _bce(d[6:], 0).mean()),
                                                           rel=1e-4)
 
