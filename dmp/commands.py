@@ -45,8 +45,9 @@ def error_message(exc: BaseException) -> str:
         where = [(exc.context, exc.context_mark), (exc.problem, exc.problem_mark)]
         text = f"{exc.problem_mark.name}: malformed YAML: " + ": ".join(
             f"{what} (line {mark.line + 1}, column {mark.column + 1})" for what, mark in where if what and mark)
-    elif isinstance(exc, OSError) and exc.strerror:
-        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    elif isinstance(exc, OSError) and exc.strerror:  # a rename's (atomic write's) target, not its temporary file
+        name = exc.filename2 or exc.filename
+        text = f"{name}: {exc.strerror}" if name else exc.strerror
     elif isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0])
     elif isinstance(exc, (ValueError, OSError, yaml.YAMLError)):

@@ -50,6 +50,7 @@ def _pos_int(allow_none=False, most=None):
 # Bounds of method-scoped keys: far above any setting of a paper or its code, below what overflows or exhausts memory.
 MAX_WIDTH = 16384  # a hidden layer's width: 16384 x 16384 float32 weights are 1 GiB
 MAX_WEIGHT = 1e6  # a loss weight or a target norm (squared: 1e12, finite in float32)
+MAX_IMAGE_SIDE = 4096  # px of resize / crop: a 4096 x 4096 RGB float32 image is 192 MiB; the paper resizes to 256
 
 
 def _int_ge0():
@@ -60,8 +61,8 @@ def _int_ge0():
 # The image pipeline's keys (dmp/data/inputs.py): a dataset that is no image list refuses a value other than these
 # defaults, never ignores it.
 INPUT_PARAMS: dict[str, Param] = {
-    "resize": Param(256, "image resize (train and test)", **_pos_int()),
-    "crop": Param(224, "image crop (random at train, centre at test)", **_pos_int()),
+    "resize": Param(256, "image resize (train and test)", **_pos_int(most=MAX_IMAGE_SIDE)),
+    "crop": Param(224, "image crop (random at train, centre at test)", **_pos_int(most=MAX_IMAGE_SIDE)),
     "input_cache": Param(False, "on: read images from the input cache (python -m dmp data cache DATASET --resize "
                          "RESIZE: each image decoded and resized once, uint8, 196 KB per image at 256 px on disk), "
                          "crop/flip/normalise whole batches on the training device; the same batches as off",

@@ -577,15 +577,24 @@ STALE_FILES = ("checkpoint.pt", "metrics.json", "log.csv", "features.npz")
 STALE_MARK = "stale.txt"
 
 
-def prepare(run_dir: str | os.PathLike, signature: str) -> bool:
+def prepare(run_dir: str | os.PathLike, signature: str, log: str | os.PathLike | None = None) -> bool:
     """Make ``run_dir`` safe to resume: if it holds files of a run with another signature (other code or
     arguments) or of unknown origin, remove them; then record ``signature``.  Returns True if something was
-    removed."""
+    removed.  ``log`` (the train job's log) is started afresh, holding what was removed, only once the folder's lock
+    is held: a job refused on a folder in use (another checkout's Snakemake on the same results folder) leaves the
+    running job's log as it is."""
     from .run_lock import run_lock
 
     run_dir = Path(run_dir)
     with run_lock(run_dir):  # never under a training process
-        return _prepare(run_dir, signature)
+        removed = _prepare(run_dir, signature)
+        if log is not None:
+            Path(log).write_text(_removed_note(run_dir, signature) + "\n" if removed else "")
+        return removed
+
+
+def _removed_note(run_dir, signature: str) -> str:
+    return f"{run_dir}: removed files of a run with other code/arguments (signature {signature})"
 
 
 def _prepare(run_dir: Path, signature: str) -> bool:
@@ -614,8 +623,6 @@ def timing(results: str) -> str:
     """Where the time of a finished suite went, per job and in total: Snakemake's benchmark wall time of each
     train job vs. the trainer's own ``train_seconds`` (optimisation steps) and ``anchor_seconds`` (anchor /
     class-weight passes); the rest is Python start-up, data loading, evaluation and writing."""
-    import json as _json
-
     import pandas as pd
     from tabulate import tabulate
 
@@ -624,13 +631,10 @@ def timing(results: str) -> str:
         metrics_path = bench.with_name("metrics.json")
         if not metrics_path.exists():
             continue
-        metrics = _json.loads(metrics_path.read_text())
-        bench_row = pd.read_csv(bench, sep="\t").iloc[-1]
-        wall = float(bench_row["s"])
-        rows.append({"run": str(bench.parent.relative_to(Path(results, "runs"))), "wall_s": wall,
-                     "cpu_s": float(bench_row.get("cpu_time", float("nan"))),
-                     "train_s": metrics["train_seconds"], "anchor_s": metrics["anchor_seconds"],
-                     "other_s": wall - metrics["train_seconds"] - metrics["anchor_seconds"]})
+        seconds = _timing_metrics(metrics_path)
+        wall, cpu = _benchmark_seconds(bench)
+        rows.append({"run": str(bench.parent.relative_to(Path(results, "runs"))), "wall_s": wall, "cpu_s": cpu,
+                     **seconds, "other_s": wall - seconds["train_s"] - seconds["anchor_s"]})
     if not rows:
         raise FileNotFoundError(f"no finished run with a benchmark.tsv under {results}/runs")
     df = pd.DataFrame(rows)
@@ -639,6 +643,48 @@ def timing(results: str) -> str:
                             "mean wall_s/job": [round(df["wall_s"].mean(), 1)],
                             "other share": [f"{total['other_s'] / total['wall_s']:.0%}"]})
     return tabulate(summary, headers="keys", tablefmt="github", showindex=False)
+
+
+def _number(text, where: str) -> float:
+    """A finite number >= 0 (a time in seconds) or a ValueError naming ``where``."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (isinstance(text, (str, int, float)) and not isinstance(text, bool) and 0 <= value < float("inf")):
+        raise ValueError(f"{where} = {str(text)[:40]!r} is not a time in seconds (a finite number >= 0)")
+    return value
+
+
+def _benchmark_seconds(path: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of the last row of Snakemake's ``benchmark.tsv`` (header ``s ... cpu_time``); a damaged
+    file names its line and column."""
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    header = lines[0].split("\t") if lines else []
+    if "s" not in header or len(lines) < 2:
+        raise ValueError(f"{path}: not a Snakemake benchmark file (a header with column 's' and a row of times); "
+                         f"delete it, Snakemake writes it again with the job")
+    row = lines[-1].split("\t")
+    if len(row) != len(header):
+        raise ValueError(f"{path} line {len(lines)}: {len(row)} fields, the header has {len(header)}")
+    cells = dict(zip(header, row))
+    wall = _number(cells["s"], f"{path} line {len(lines)} column 's'")
+    cpu = (_number(cells["cpu_time"], f"{path} line {len(lines)} column 'cpu_time'") if cells.get("cpu_time", "NA")
+           not in ("NA", "-", "") else float("nan"))
+    return wall, cpu
+
+
+def _timing_metrics(path: Path) -> dict:
+    """``train_seconds`` / ``anchor_seconds`` of a run's metrics.json; a damaged file names the file and key."""
+    import json as _json
+
+    try:
+        metrics = _json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not a metrics file (cut off or corrupt: {exc})") from None
+    if not isinstance(metrics, dict):
+        raise ValueError(f"{path} holds a JSON {type(metrics).__name__}, not a run's metrics (an object)")
+    return {f"{k}_s": _number(metrics.get(f"{k}_seconds"), f"{path} key '{k}_seconds'") for k in ("train", "anchor")}
 
 
 def add_subparsers(sub) -> None:
@@ -653,6 +699,8 @@ def add_subparsers(sub) -> None:
                                        "the trainer (a finished run is refused)")
     p.add_argument("run_dir", help="the run's folder")
     p.add_argument("signature", help="the run's code and arguments signature (the train rule's)")
+    p.add_argument("--log", default=None, help="the train job's log: emptied (then holding what was removed) once "
+                   "the folder is this job's; a refusal (the folder in use) goes to stderr, never into it")
     p = sub.add_parser("timing", help="summarise where the time of the finished train jobs went")
     p.add_argument("results", help="the suite's results folder (e.g. results/demo)")
 
@@ -667,9 +715,8 @@ def _run(args):
         print(timing(args.results))
     elif not re.fullmatch(r"[0-9a-f]{16}", args.signature):
         raise ValueError(f"signature {args.signature!r}: expected the train rule's 16 hex digits (Suite.signature)")
-    elif prepare(args.run_dir, args.signature):
-        print(f"{args.run_dir}: removed files of a run with other code/arguments (signature {args.signature})",
-              file=sys.stderr)
+    elif prepare(args.run_dir, args.signature, args.log) and args.log is None:
+        print(_removed_note(args.run_dir, args.signature), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -79,84 +79,97 @@ def _presence(registry, spec) -> str:
 
 
 def main(args) -> int:
-    """Run a parsed ``data`` command and return 0; on a data error print it (no traceback) and exit 1."""
-    from . import declare, fetch, registry, splits, verify
+    """Run a parsed ``data`` command and return 0; on any error print one line ``error: ...`` (a system error names
+    its path) and exit 2, or raise it with ``args.debug`` (``dmp --debug data ...``: the traceback)."""
+    if getattr(args, "debug", False):
+        return _run(args)
+    from ..commands import error_message
     from .registry import FetchError
-    from .spec import as_dict
 
     try:
-        cmd = args.data_command
-        if cmd == "list":
-            broken = registry.broken_declarations()
-            specs = []
-            for n in registry.dataset_names():
-                try:  # a user dataset whose classes are read from its data may fail only now
-                    specs += [] if n in broken else [registry.get_dataset(n)]
-                except ValueError as exc:
-                    broken[n] = str(exc)
-            if args.json:
-                print(json.dumps([{**as_dict(s), "data": _presence(registry, s)} for s in specs]
-                                 + [{"name": n, "broken": why} for n, why in broken.items()], indent=2))
-            else:
-                for n, why in broken.items():
-                    print(f"{n:18s} BROKEN   {why}")
-                for s in specs:
-                    doms = ", ".join(f"{d.name} ({d.short})" for d in s.domains)
-                    about = s.title + (f"; {s.release}" if s.release else "")
-                    classes = (f"{len(s.classes):3d} classes" if s.classes or not s.classes_from
-                               else f"classes from its {s.classes_from} (data not in place)")
-                    print(f"{s.name:18s} {s.kind:8s} {classes}  {doms}  [{about}]  {_presence(registry, s)}")
-        elif cmd == "fetch":
-            root = fetch.fetch(args.name, verify_images=args.verify_images, retries=args.retries,
-                               timeout=args.timeout, deadline=args.deadline, max_size=args.max_size)
-            spec = registry.get_dataset(args.name)
-            lists = registry.lists_dir(args.name)
-            if (spec.kind == "images" and not spec.generated
-                    and not all((lists / f"{d.name}_full.txt").is_file() for d in spec.domains)):
-                written = splits.prepare(args.name)  # an image dataset's first fetch: its lists, once
-                print(f"{args.name}: wrote {len(written)} lists under {lists}")
-            print(f"{args.name}: ready in {root}")
-        elif cmd == "verify":
-            counts = verify.verify(args.name, verify_images=args.verify_images)
-            total = {d: sum(c.values()) for d, c in counts.items()} or {
-                d.name: len(splits.load_arrays(args.name, d.name)[1])
-                for d in registry.get_dataset(args.name).domains}
-            print(f"{args.name}: OK " + ", ".join(f"{d} {n}" for d, n in total.items()))
-        elif cmd == "prepare":
-            written = splits.prepare(args.name, args.splits)
-            print(f"{args.name}: wrote {len(written)} lists under {registry.lists_dir(args.name)}")
-        elif cmd == "declare":
-            written = declare.write(args.names or None)
-            print(f"declarations: {len(written)} file(s) rewritten" + "".join(f"\n  {p}" for p in written))
-            for name, why in declare.stage_lists()[1].items():  # a lab's dataset DVC cannot version from here
-                print(f"{name}: no DVC stage in this repository: {why}")
-        elif cmd == "demo":
-            from pathlib import Path
-
-            from .demo import generate
-
-            root = generate(Path(args.root) if args.root else registry.data_root("demo"))
-            if not args.no_lists:
-                splits.prepare("demo", root=root)
-            print(f"demo: generated in {root}")
-        elif cmd == "cache":
-            from ..params import resolve_workers
-            from .cache import build
-
-            spec = registry.get_dataset(args.name)
-            domains = [spec.domain(d).name for d in args.domains] if args.domains else [d.name for d in spec.domains]
-            if args.workers != "auto" and not args.workers.isdigit():
-                raise ValueError(f"--workers {args.workers!r}: expected an integer >= 0 or auto")
-            for d in domains:
-                print(f"{args.name} {d}: {build(args.name, d, args.resize, resolve_workers(args.workers))}")
-        return 0
-    except (FetchError, registry.DatasetMissingError, KeyError, ValueError) as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"error: {msg}", file=sys.stderr)
+        return _run(args)
+    except Exception as exc:  # noqa: BLE001 (every error is one line, as every other command's)
+        print(f"error: {exc if isinstance(exc, FetchError) else error_message(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
 
 
+def _run(args) -> int:
+    """Run a parsed ``data`` command and return 0."""
+    from . import declare, fetch, registry, splits, verify
+    from .spec import as_dict
+
+    cmd = args.data_command
+    if cmd == "list":
+        broken = registry.broken_declarations()
+        specs = []
+        for n in registry.dataset_names():
+            try:  # a user dataset whose classes are read from its data may fail only now
+                specs += [] if n in broken else [registry.get_dataset(n)]
+            except ValueError as exc:
+                broken[n] = str(exc)
+        if args.json:
+            print(json.dumps([{**as_dict(s), "data": _presence(registry, s)} for s in specs]
+                             + [{"name": n, "broken": why} for n, why in broken.items()], indent=2))
+        else:
+            for n, why in broken.items():
+                print(f"{n:18s} BROKEN   {why}")
+            for s in specs:
+                doms = ", ".join(f"{d.name} ({d.short})" for d in s.domains)
+                about = s.title + (f"; {s.release}" if s.release else "")
+                classes = (f"{len(s.classes):3d} classes" if s.classes or not s.classes_from
+                           else f"classes from its {s.classes_from} (data not in place)")
+                print(f"{s.name:18s} {s.kind:8s} {classes}  {doms}  [{about}]  {_presence(registry, s)}")
+    elif cmd == "fetch":
+        root = fetch.fetch(args.name, verify_images=args.verify_images, retries=args.retries,
+                           timeout=args.timeout, deadline=args.deadline, max_size=args.max_size)
+        spec = registry.get_dataset(args.name)
+        lists = registry.lists_dir(args.name)
+        if (spec.kind == "images" and not spec.generated
+                and not all((lists / f"{d.name}_full.txt").is_file() for d in spec.domains)):
+            written = splits.prepare(args.name)  # an image dataset's first fetch: its lists, once
+            print(f"{args.name}: wrote {len(written)} lists under {lists}")
+        print(f"{args.name}: ready in {root}")
+    elif cmd == "verify":
+        counts = verify.verify(args.name, verify_images=args.verify_images)
+        total = {d: sum(c.values()) for d, c in counts.items()} or {
+            d.name: len(splits.load_arrays(args.name, d.name)[1])
+            for d in registry.get_dataset(args.name).domains}
+        print(f"{args.name}: OK " + ", ".join(f"{d} {n}" for d, n in total.items()))
+    elif cmd == "prepare":
+        written = splits.prepare(args.name, args.splits)
+        print(f"{args.name}: wrote {len(written)} lists under {registry.lists_dir(args.name)}")
+    elif cmd == "declare":
+        written = declare.write(args.names or None)
+        print(f"declarations: {len(written)} file(s) rewritten" + "".join(f"\n  {p}" for p in written))
+        for name, why in declare.stage_lists()[1].items():  # a lab's dataset DVC cannot version from here
+            print(f"{name}: no DVC stage in this repository: {why}")
+    elif cmd == "demo":
+        from pathlib import Path
+
+        from .demo import generate
+
+        root = Path(args.root) if args.root else registry.data_root("demo")
+        try:
+            root = generate(root)
+        except OSError as exc:  # its temporary folder beside root: say which folder the user named
+            raise OSError(exc.errno, f"cannot generate the demo dataset in {root}: {exc.strerror}") from exc
+        if not args.no_lists:
+            splits.prepare("demo", root=root)
+        print(f"demo: generated in {root}")
+    elif cmd == "cache":
+        from ..params import resolve_workers
+        from .cache import build
+
+        spec = registry.get_dataset(args.name)
+        domains = [spec.domain(d).name for d in args.domains] if args.domains else [d.name for d in spec.domains]
+        if args.workers != "auto" and not args.workers.isdigit():
+            raise ValueError(f"--workers {args.workers!r}: expected an integer >= 0 or auto")
+        for d in domains:
+            print(f"{args.name} {d}: {build(args.name, d, args.resize, resolve_workers(args.workers))}")
+    return 0
+
+
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m dmp.data.cli", description="same as `python -m dmp data`")
-    add_subparsers(parser.add_subparsers(dest="command", required=True))
-    main(parser.parse_args(["data", *sys.argv[1:]]))
+    from ..commands import command_main
+
+    command_main("data", add_subparsers)

@@ -52,10 +52,24 @@ def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | No
 
 
 def load_config(args) -> dict:
+    """The suite config of ``--config`` (a YAML file) or ``--config-json``, checked as a suite config: an error
+    names the file or the option."""
+    from dmp.commands import error_message
+
+    where = "--config-json" if args.config_json else args.config
     if args.config_json:
-        return json.loads(args.config_json)
-    with open(args.config) as fh:
-        return yaml.safe_load(fh)
+        try:
+            config = json.loads(args.config_json)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--config-json: not JSON ({exc})") from None
+    else:
+        with open(args.config) as fh:
+            config = yaml.safe_load(fh)
+    try:
+        Suite(config)
+    except Exception as exc:  # noqa: BLE001 (a value of the wrong kind: say where it came from)
+        raise ValueError(f"{where}: {error_message(exc)}") from exc
+    return config
 
 
 def _run(args):

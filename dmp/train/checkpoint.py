@@ -12,8 +12,8 @@ from ..io import atomic_write, write_json, write_text
 from ..run_lock import LOCK_FILE, RunFolderBusy, holds_run_lock, run_lock  # noqa: F401 (re-exported)
 
 __all__ = ["CheckpointError", "LOCK_FILE", "RUNTIME_KEYS", "RunFolderBusy", "check_log", "check_run_folder",
-           "config_changes", "holds_run_lock", "load_torch", "read_metrics_file", "run_lock", "save_json", "save_text",
-           "save_torch", "write_config"]
+           "config_changes", "holds_run_lock", "load_states", "load_torch", "read_metrics_file", "run_lock",
+           "save_json", "save_text", "save_torch", "write_config"]
 
 # Config keys that change how a run executes, not what it computes: a run may resume with other values.
 RUNTIME_KEYS = ("threads", "num_workers", "device", "checkpoint_every", "compile", "input_cache")
@@ -64,6 +64,62 @@ def load_torch(path, keys=()):
     if problem:
         raise CheckpointError(f"{path}: {problem}{hint}")
     return state
+
+
+def _shape_problem(saved, fresh, where: str) -> str | None:
+    """The first tensor of ``saved`` whose shape (or nesting) differs from the one at the same key of ``fresh`` (this
+    run's state before resuming), else None; where ``fresh`` holds no tensor (None, anchors not computed yet) any
+    value passes."""
+    if isinstance(fresh, torch.Tensor):
+        if not isinstance(saved, torch.Tensor):
+            return f"{where} is a {type(saved).__name__}, not a tensor"
+        return (None if saved.shape == fresh.shape else
+                f"tensor {where} has shape {list(saved.shape)}, this run's has {list(fresh.shape)}")
+    if isinstance(fresh, dict):
+        if not isinstance(saved, dict):
+            return f"{where} is a {type(saved).__name__}, not a mapping"
+        return next(filter(None, (_shape_problem(saved[k], v, f"{where}.{k}") for k, v in fresh.items()
+                                  if k in saved)), None)
+    if isinstance(fresh, (list, tuple)) and fresh and isinstance(fresh[0], (torch.Tensor, dict, list, tuple)):
+        if not isinstance(saved, (list, tuple)) or len(saved) != len(fresh):
+            return f"{where} holds {len(saved) if isinstance(saved, (list, tuple)) else 'no list of'} entries, " \
+                   f"this run's {len(fresh)}"
+        return next(filter(None, (_shape_problem(a, b, f"{where}[{i}]") for i, (a, b) in
+                                  enumerate(zip(saved, fresh)))), None)
+    return None
+
+
+def load_states(path, state: dict, fresh: dict, parts: dict) -> None:
+    """Load ``state`` (read by :func:`load_torch` from ``path``) into ``parts`` (``{key: object with
+    load_state_dict}``, None skipped): first every tensor's shape against ``fresh`` (this run's own state: a
+    checkpoint of another network or a tampered file), then each part; a failure raises :class:`CheckpointError`
+    naming the file and the tensor or key, before any step runs."""
+    sums, saved = fresh.get("anchors", {}).get("_sum"), state.get("anchors")
+    if sums is not None and isinstance(saved, dict):  # anchors exist after a refresh (else None), shaped as the sums
+        shaped = {"class_means": sums, "means": [s[0] for s in sums], "mean_prediction": fresh["anchors"]["_pred_sum"]}
+        fresh = {**fresh, "anchors": {**fresh["anchors"],
+                                      **{k: v for k, v in shaped.items() if saved.get(k) is not None}}}
+    problem = _shape_problem({k: state[k] for k in fresh if k in state}, fresh, "checkpoint")
+    hint = "; delete it to restart the run from the beginning"
+    if problem:
+        raise CheckpointError(f"{path}: {problem.replace('checkpoint.', '', 1)}{hint}")
+    for key, part in parts.items():
+        if part is None:
+            continue
+        try:
+            part.load_state_dict(state[key])
+        except Exception as exc:
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            detail = " ".join((lines[1:] if len(lines) > 1 else lines) or [type(exc).__name__])
+            raise CheckpointError(f"{path}: {key!r} does not fit this run ({_first_line(ValueError(detail))})"
+                                  f"{hint}") from exc
+        if isinstance(part, torch.optim.Optimizer):  # its buffers are used (and fail) only at the next step
+            for group in part.param_groups:
+                for i, p in enumerate(group["params"]):
+                    for name, buf in part.state.get(p, {}).items():
+                        if isinstance(buf, torch.Tensor) and buf.dim() and buf.shape != p.shape:
+                            raise CheckpointError(f"{path}: tensor {key}.state.{name} of parameter {i} has shape "
+                                                  f"{list(buf.shape)}, its parameter {list(p.shape)}{hint}")
 
 
 def _field_problem(state: dict) -> str | None:

@@ -340,7 +340,8 @@ class Trainer:
         path = self.out / "checkpoint.pt"
         if not path.exists():
             return False
-        state = ckpt.load_torch(path, keys=self._state().keys() - {"accuracy_log", "wall_seconds"})
+        fresh = self._state()
+        state = ckpt.load_torch(path, keys=fresh.keys() - {"accuracy_log", "wall_seconds"})
         changed = ckpt.config_changes(state["config"], self.cfg)
         if changed:
             raise ConfigError(f"{path} was written with a different config ({', '.join(sorted(changed))}); "
@@ -352,11 +353,8 @@ class Trainer:
         # CPU kernels are deterministic for a fixed thread count only: a resumed run keeps the count it started
         # with (Snakemake's --cores may differ between the two calls), so it ends with the same numbers.
         torch.set_num_threads(state["threads"])
-        self.model.load_state_dict(state["model"])
-        if self.modules is not None:
-            self.modules.load_state_dict(state["modules"])
-        self.opt.load_state_dict(state["opt"])
-        self.anchors.load_state_dict(state["anchors"])
+        ckpt.load_states(path, state, fresh, {"model": self.model, "modules": self.modules, "opt": self.opt,
+                                              "anchors": self.anchors})
         self._anchors_to_device()
         self.weights = state["weights"]
         self.iteration = state["iteration"]

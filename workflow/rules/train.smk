@@ -6,7 +6,9 @@
 # Stale on code change: `signature` (a rule parameter) hashes the training code (dmp/**/*.py except dmp/tables/
 # and dmp/suite.py), the dataset version and the run's arguments; Snakemake reruns a job whose parameter changed
 # (its default rerun trigger "params"), and `python -m dmp.suite prepare` first deletes a checkpoint written
-# under another signature, so a rerun never resumes from stale weights.
+# under another signature, so a rerun never resumes from stale weights. `prepare` starts the log afresh only once it
+# holds the run folder's lock: a job refused on a folder in use (another checkout's Snakemake on the same results
+# folder) says so on stderr and leaves the running job's train.log as it is.
 
 
 rule train:
@@ -48,7 +50,7 @@ rule train:
         **config.get("resources", {}),
         gpu_slots=GPU_SLOTS,
     shell:
-        "{params.python:q} -m dmp.suite prepare {params.run_dir:q} {params.signature:q} > {log:q} 2>&1 && "
+        "{params.python:q} -m dmp.suite prepare {params.run_dir:q} {params.signature:q} --log {log:q} && "
         "env {params.env:q} DMP_GPU_SLOTS={resources.gpu_slots} {params.python:q} -m dmp train --quiet --out {params.run_dir:q} {params.args:q} "
         "threads={threads} >> {log:q} 2>&1"
 
