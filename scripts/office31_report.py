@@ -43,7 +43,8 @@ def _runs(pattern: str) -> pd.DataFrame:
         c = m["config"]
         rows.append(dict(path=path.relative_to(STUDY).parts, dataset=c["dataset"], method=c["method"], seed=c["seed"],
                          task=f"{SHORT[c['source']]}->{SHORT[c['target']]}", accuracy=m["accuracy"],
-                         commit=m["git_commit"][:10], code=m.get("code_version", "")[:12],
+                         commit=m["git_commit"][:10] + ("-dirty" if m["git_commit"].endswith("-dirty") else ""),
+                         code=m.get("code_version", "")[:12],
                          version=m["dataset_version"], weights=m["weights_sha256"],
                          epoch_s=m.get("seconds_per_epoch")))
     return pd.DataFrame(rows)
@@ -210,12 +211,56 @@ def section() -> list[str]:
 
 
 def _provenance(runs: pd.DataFrame) -> str:
-    """Where a table's runs come from: dataset and its version, weights file, commits and code versions."""
-    return (f"Dataset `{', '.join(runs['dataset'].unique())}` version {', '.join(runs['version'].unique())}; "
+    """Where a table's runs come from: dataset and its version, weights file, commits and code versions; a run made
+    in a checkout with changes (a ``-dirty`` commit) is traced by its code version to the commit whose dmp/ it is."""
+    dirty = sorted({c for c, g in zip(runs["code"], runs["commit"]) if g.endswith("-dirty")})
+    traced = _commits_of(dirty)
+    text = (f"Dataset `{', '.join(runs['dataset'].unique())}` version {', '.join(runs['version'].unique())}; "
             f"weights sha256 {', '.join(w[:12] for w in runs['weights'].unique())}; commits "
             f"{', '.join(sorted(runs['commit'].unique()))}; code versions (the hash of dmp/ a run executed) "
             f"{', '.join(f'{c} ({n} runs)' for c, n in runs['code'].value_counts().items())}; "
             f"{len(runs)} runs, {runs['seed'].nunique()} seeds.")
+    if dirty:
+        text += (" The runs of a `-dirty` commit ran with another commit's dmp/: " + "; ".join(
+            f"code version {c} is dmp/ of commit {traced[c]}" if c in traced else f"code version {c} is dmp/ of none "
+            f"of the last {TRACE_DEPTH} commits that touched dmp/" for c in dirty) + " (`git archive <commit> dmp` hashes to it).")
+    return text
+
+
+TRACE_DEPTH = 80
+"""How many of the commits that touched dmp/ (newest first) a dirty run's code version is looked up in."""
+
+
+def _commits_of(codes: list[str]) -> dict[str, str]:
+    """For each code version (12 hex), the newest of the last :data:`TRACE_DEPTH` commits that touched dmp/ whose dmp/ hashes
+    to it (the hash of :func:`dmp.train.provenance.code_version`: every ``*.py`` path and content, dmp/'s own
+    exclusions as the run recorded them: none)."""
+    import hashlib
+    import io
+    import subprocess
+    import tarfile
+    if not codes:
+        return {}
+    found = {}
+    log = subprocess.run(["git", "log", f"-{TRACE_DEPTH}", "--format=%h", "--", "dmp"], cwd=ROOT, capture_output=True,
+                         text=True)
+    for commit in log.stdout.split():
+        tar = subprocess.run(["git", "archive", commit, "dmp"], cwd=ROOT, capture_output=True).stdout
+        files = {}
+        with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+            for member in archive.getmembers():
+                if member.isfile() and member.name.endswith(".py"):
+                    files[member.name[len("dmp/"):]] = archive.extractfile(member).read()
+        h = hashlib.sha256()
+        for path in sorted(files, key=lambda p: tuple(p.split("/"))):
+            h.update(path.encode())
+            h.update(files[path])
+        code = h.hexdigest()[:12]
+        if code in codes and code not in found:
+            found[code] = commit
+        if len(found) == len(codes):
+            break
+    return found
 
 
 def partial_section() -> list[str]:

@@ -92,3 +92,29 @@ def test_the_deeper_fine_tune_is_read_against_the_study_s_runs_of_its_own_seeds(
     assert ("changes DMP's gain by +14.0, but source-only by -20.0 and DMP by -5.0 (against the study's runs of "
             "the same seed, 0)") in text
     assert "the stored views add +3.5 points to DMP's gain, 224 px crops +2.5, and fine-tuning the head +1.0" in text
+
+
+def test_a_dirty_commit_s_runs_are_traced_to_the_commit_whose_dmp_they_ran(tmp_path, monkeypatch):
+    """A run recorded as ``<commit>-dirty`` is traced by its code version: the last commit that touched dmp/, whose
+    dmp/ (extracted with git archive and hashed by the trainer's own code_version) is what the run executed."""
+    import io
+    import subprocess
+    import tarfile
+
+    from dmp.train.provenance import code_version
+
+    root = load_script("office31_report").ROOT
+    last = subprocess.run(["git", "log", "-1", "--format=%h", "--", "dmp"], cwd=root, capture_output=True,
+                          text=True).stdout.strip()
+    tar = subprocess.run(["git", "archive", last, "dmp"], cwd=root, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        archive.extractall(tmp_path / "tree", filter="data")
+    code = code_version(root=tmp_path / "tree" / "dmp")[:12]
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "TRACE_DEPTH", 3)
+    runs = report.pd.DataFrame([dict(dataset="o31", version="v1", weights="f" * 64, commit="0123456789-dirty",
+                                     code=code, seed=0), dict(dataset="o31", version="v1", weights="f" * 64,
+                                                              commit="0123456789-dirty", code="0" * 12, seed=1)])
+    text = report._provenance(runs)
+    assert f"code version {code} is dmp/ of commit {last}" in text
+    assert f"code version {'0' * 12} is dmp/ of none of the last 3 commits that touched dmp/" in text
