@@ -63,7 +63,7 @@ def test_the_partial_table_reads_the_partial_runs_and_the_paper_partial_row(tmp_
             _write(tmp_path, "pada", s, t, 80.0 + 2 * i, folder)                   # Avg 85
             _write(tmp_path, "etn", s, t, 72.0 + 4 * s, folder)                    # Avg 72 + 4 s
     lines = "\n".join(report.section()).splitlines()
-    part = lines[lines.index("### The partial setting"):]
+    part = lines[lines.index(report.PARTIAL_HEADING):]
     assert any("36 runs, 2 seeds" in line for line in part)
     # PADA: gains 12.5, 11.5 -> 12.0 ± 0.7; the paper's partial Office-31 Avg: PADA 92.7 - source-only 87.1 = +5.6
     assert "| PADA - Source only | 12.0 ± 0.7 | +5.6 | +6.4 | no | 6 of 6 |" in part
