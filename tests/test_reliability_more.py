@@ -292,3 +292,29 @@ def test_the_train_rule_lets_prepare_start_its_log_instead_of_the_shell():
     prepare = shell[shell.index("-m dmp.suite prepare"):shell.index("&&")]
     assert "--log {log:q}" in prepare and ">" not in prepare, prepare
     assert "-m dmp train" in shell and "> {log" not in shell.replace(">> {log:q}", "")
+
+
+# ----------------------------------------------------------------------------------------------- backbones
+def test_a_weights_path_that_is_a_folder_is_named_as_a_folder_in_one_plain_line(tmp_path):
+    from dmp.commands import error_message
+    from dmp.models.backbones import build_backbone
+
+    for weights, says in ((tmp_path, "is a folder, not a weights file"), (tmp_path / "none.pt", "does not exist")):
+        with pytest.raises(Exception) as exc:
+            build_backbone("efficientnet_lite0", weights_path=str(weights))
+        assert error_message(exc.value) == f"weights_path {weights} {says}"  # no class name before it
+
+
+@pytest.mark.parametrize("backbone, stage", [("efficientnet_lite0", 0), ("efficientnet_lite0", 7),
+                                             ("efficientnet_lite0", -1), ("resnet50", 3), ("smallcnn", 1)])
+def test_extract_features_refuses_a_trunk_stage_without_a_head_before_reading_weights(tmp_path, monkeypatch, capsys,
+                                                                                     backbone, stage):
+    monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path / "data"))
+    argv = ["data", "extract-features", "demo", "--out-name", "feats_x", "--backbone", backbone,
+            "--weights-path", str(tmp_path / "missing.pt"), "--trunk-stage", str(stage)]
+    err = _one_line_error(capsys, argv)
+    assert err.startswith(f"error: --trunk / --views / --trunk-stage: backbone {backbone} has no part that reads its "
+                          f"trunk from stage {stage} ("), err
+    with pytest.raises(ValueError, match="has no part that reads its trunk"):
+        dmp_main(["--debug", *argv])
+    assert not (tmp_path / "data").exists()

@@ -52,13 +52,16 @@ def add_parser(sub) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run a parsed ``data extract-features``; a bad argument or missing data: one line on stderr, exit 2."""
+    """Run a parsed ``data extract-features``; a bad argument or missing data: one line on stderr, exit 2 (with
+    ``--debug``: the traceback)."""
     try:
         out = extract_features(args.name, args.out_name, backbone=args.backbone, pretrained=not args.no_pretrained,
                                weights_path=args.weights_path, split=args.split, resize=args.resize,
                                crop=args.crop, batch_size=args.batch_size, device=args.device, trunk=args.trunk,
                                views=args.views, trunk_stage=args.trunk_stage)
     except (registry.DatasetMissingError, KeyError, ValueError, FileExistsError) as exc:
+        if getattr(args, "debug", False):
+            raise
         print(f"error: {exc.args[0] if isinstance(exc, KeyError) and exc.args else exc}", file=sys.stderr)
         raise SystemExit(2) from None
     print(f"{args.out_name}: features written, spec {out}")
@@ -100,15 +103,15 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     if taken:  # someone else's features (or those of an interrupted extraction): never replaced
         raise FileExistsError(f"--out-name {out_name!r}: {taken[0]} exists; extract-features never replaces a file: "
                               f"choose another --out-name, or delete {out_root} first")
-    model, _ = build_backbone(backbone, pretrained=pretrained, weights_path=weights_path)
-    weights_file = model.weights_file
     trunk = bool(trunk or views or trunk_stage is not None)
     head = efficientnet.head_name(backbone, trunk_stage)
-    if trunk and head not in efficientnet.TOPS:
+    if trunk and head not in efficientnet.TOPS:  # before the backbone's weights are read
         raise ValueError(f"--trunk / --views / --trunk-stage: backbone {backbone} has no part that reads its trunk"
                          f"{'' if trunk_stage is None else f' from stage {trunk_stage}'} (those that do: "
                          f"{', '.join(sorted({t.rsplit('_', 1)[0] for t in efficientnet.TOPS}))}; stages "
                          f"{', '.join(map(str, efficientnet.STAGES))})")
+    model, _ = build_backbone(backbone, pretrained=pretrained, weights_path=weights_path)
+    weights_file = model.weights_file
     if trunk:
         model = efficientnet.trunk(model, trunk_stage)
     model = model.to(device).eval()

@@ -19,6 +19,8 @@ class WeightsUnavailableError(RuntimeError):
 def _weights_file(weights_path) -> Path:
     """``weights_path`` as a Path, or the one-line error when there is no such file."""
     path = Path(weights_path)
+    if path.is_dir():
+        raise WeightsUnavailableError(f"weights_path {path} is a folder, not a weights file")
     if not path.is_file():
         raise WeightsUnavailableError(f"weights_path {path} does not exist")
     return path
