@@ -153,7 +153,7 @@ class LiteTop(nn.Module):
         c = _stage_channels(network, stage)
         side = int(round((in_dim / c) ** 0.5)) if in_dim % c == 0 else 0
         if side < 1 or c * side * side != in_dim:
-            where = "its head" if stage is None else f"its stage {stage}"
+            where = "the head" if stage is None else f"stage {stage}"
             raise ValueError(f"{where} of this EfficientNet-Lite reads {c} x H x H trunk activations; features of "
                              f"{in_dim} values are not (extract them with `dmp data extract-features --trunk"
                              f"{'' if stage is None else f' --trunk-stage {stage}'}`)")
