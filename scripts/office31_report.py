@@ -291,7 +291,7 @@ def pada_check(runs: pd.DataFrame) -> list[str]:
     if check.empty:
         return []
     seeds = sorted(check["seed"].unique())
-    rows = {"Source only": runs[runs["method"] == "source_only"], "PADA (pada_ce=paper, the table's)":
+    rows = {"Source only, the table's runs": runs[runs["method"] == "source_only"], "PADA (pada_ce=paper), the table's runs":
             runs[runs["method"] == "pada"], "PADA (pada_ce=code)": check}
     lines = ["| run | " + " | ".join(TASKS) + " | Avg |", "|---|" + "---|" * (len(TASKS) + 1)]
     for name, part in rows.items():
@@ -300,10 +300,39 @@ def pada_check(runs: pd.DataFrame) -> list[str]:
         complete = per_task.dropna()
         avg = _fmt(complete[TASKS].mean(axis=1)) if len(complete.columns) == len(TASKS) and len(complete) else "–"
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {avg} |")
+    weights = _class_weight_split("pada")
+    reading = ""
+    if weights:
+        (shared, other), (k, rest), n = weights
+        reading = (f"PADA's last class weights (the mean target prediction over its largest entry, {n} runs of the "
+                   f"table) average {shared:.2f} on the target's {k} classes and {other:.2f} on the {rest} others: "
+                   f"they set the outlier classes apart, and the others still hold "
+                   f"{100 * rest * other / (rest * other + k * shared):.0f} % of the summed class weight that the "
+                   "source rows of its adversarial term carry (whether that is what costs PADA its gain is not yet "
+                   "checked by a run).")
     return ["PADA's cross-entropy as the official code weights it (`pada_ce=code`: sum gamma CE / sum gamma, where the "
             "paper's objective averages gamma CE over the batch and so shrinks the supervised term with gamma), "
             f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}, "
-            "`scripts/office31_partial_checks.sh`. " + _provenance(check), "", *lines, ""]
+            "`scripts/office31_partial_checks.sh`. " + _provenance(check), "", *lines, "", *(
+                [reading, ""] if reading else [])]
+
+
+def _class_weight_split(method: str):
+    """Mean class weight (``target_mean_prediction`` / its max, at the end of a run) over the target's classes (those
+    with a per-class accuracy) and over the others, averaged over ``method``'s partial runs; None without runs."""
+    import numpy as np
+    shared, other = [], []
+    for path in sorted(STUDY.glob(f"runs/*/partial/*/{method}/G/full-partial/seed*/metrics.json")):
+        m = json.loads(path.read_text())
+        p = np.asarray(m.get("target_mean_prediction") or [], dtype=float)
+        if not len(p) or p.max() <= 0:
+            continue
+        g = p / p.max()
+        mask = np.array([m["per_class_accuracy"].get(n) is not None for n in m["class_names"]])
+        shared.append(g[mask].mean())
+        other.append(g[~mask].mean())
+        counts = (int(mask.sum()), int((~mask).sum()))
+    return ((float(np.mean(shared)), float(np.mean(other))), counts, len(shared)) if shared else None
 
 
 if __name__ == "__main__":
