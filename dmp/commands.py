@@ -50,7 +50,7 @@ def error_message(exc: BaseException) -> str:
         text = f"{name}: {exc.strerror}" if name else exc.strerror
     elif isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0])
-    elif isinstance(exc, (ValueError, OSError, yaml.YAMLError)) or type(exc).__module__.split(".")[0] == "dmp":
+    elif isinstance(exc, (ValueError, OSError, yaml.YAMLError)) or type(exc).__module__.split(".")[0] == __name__.split(".")[0]:
         text = str(exc)  # (the package's own error classes, e.g. a weights file that does not fit, say it all)
     else:
         text = f"{type(exc).__name__}: {exc}"

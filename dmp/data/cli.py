@@ -152,6 +152,8 @@ def _run(args) -> int:
         try:
             root = generate(root)
         except OSError as exc:  # its temporary folder beside root: say which folder the user named
+            if not exc.strerror:  # the generator's own refusal, which names root itself
+                raise
             raise OSError(exc.errno, f"cannot generate the demo dataset in {root}: {exc.strerror}") from exc
         if not args.no_lists:
             splits.prepare("demo", root=root)
