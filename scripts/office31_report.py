@@ -232,13 +232,14 @@ TRACE_DEPTH = 80
 
 
 def _commits_of(codes: list[str]) -> dict[str, str]:
-    """For each code version (12 hex), the newest of the last :data:`TRACE_DEPTH` commits that touched dmp/ whose dmp/ hashes
-    to it (the hash of :func:`dmp.train.provenance.code_version`: every ``*.py`` path and content, dmp/'s own
-    exclusions as the run recorded them: none)."""
-    import hashlib
+    """For each code version (12 hex), the newest of the last :data:`TRACE_DEPTH` commits that touched dmp/ whose dmp/
+    (``git archive``, extracted) the trainer's own :func:`dmp.train.provenance.code_version` hashes to it."""
     import io
     import subprocess
     import tarfile
+    import tempfile
+
+    from dmp.train.provenance import code_version
     if not codes:
         return {}
     found = {}
@@ -246,16 +247,9 @@ def _commits_of(codes: list[str]) -> dict[str, str]:
                          text=True)
     for commit in log.stdout.split():
         tar = subprocess.run(["git", "archive", commit, "dmp"], cwd=ROOT, capture_output=True).stdout
-        files = {}
-        with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
-            for member in archive.getmembers():
-                if member.isfile() and member.name.endswith(".py"):
-                    files[member.name[len("dmp/"):]] = archive.extractfile(member).read()
-        h = hashlib.sha256()
-        for path in sorted(files, key=lambda p: tuple(p.split("/"))):
-            h.update(path.encode())
-            h.update(files[path])
-        code = h.hexdigest()[:12]
+        with tempfile.TemporaryDirectory() as tmp, tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+            archive.extractall(tmp, filter="data")
+            code = code_version(root=Path(tmp) / "dmp")[:12]
         if code in codes and code not in found:
             found[code] = commit
         if len(found) == len(codes):
