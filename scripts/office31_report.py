@@ -243,7 +243,7 @@ def _commits_of(codes: list[str]) -> dict[str, str]:
     if not codes:
         return {}
     found = {}
-    log = subprocess.run(["git", "log", f"-{TRACE_DEPTH}", "--format=%h", "--", "dmp"], cwd=ROOT, capture_output=True,
+    log = subprocess.run(["git", "log", f"-{TRACE_DEPTH}", "--format=%H", "--", "dmp"], cwd=ROOT, capture_output=True,
                          text=True)
     for commit in log.stdout.split():
         tar = subprocess.run(["git", "archive", commit, "dmp"], cwd=ROOT, capture_output=True).stdout
@@ -251,7 +251,7 @@ def _commits_of(codes: list[str]) -> dict[str, str]:
             archive.extractall(tmp, filter="data")
             code = code_version(root=Path(tmp) / "dmp")[:12]
         if code in codes and code not in found:
-            found[code] = commit
+            found[code] = commit[:10]
         if len(found) == len(codes):
             break
     return found
