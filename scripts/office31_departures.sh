@@ -8,7 +8,11 @@
 # and, for stages_5_on (the trunk stored before stage 5 of the blocks, whose stages 5-6 are fine-tuned with the head):
 #   python -m dmp data extract-features office31 --out-name office31_lite0_s5_t128 --backbone efficientnet_lite0 \
 #       --resize 146 --crop 128 --views 4 --trunk-stage 5
-# Usage: [SEEDS="0 1 2"] scripts/office31_departures.sh [JOBS]   (JOBS trainings side by side, 1 thread each; default 2)
+# and, for stages_5_on_v20 (the same with 20 stored crops per image, each drawn about twice in 40 epochs):
+#   python -m dmp data extract-features office31 --out-name office31_lite0_s5v20_t128 --backbone efficientnet_lite0 \
+#       --resize 146 --crop 128 --views 20 --trunk-stage 5
+# Usage: [SEEDS="0 1 2"] [ONLY="stages_5_on ..."] scripts/office31_departures.sh [JOBS]
+#   (JOBS trainings side by side, 1 thread each; default 2; ONLY: the departures to run, default all)
 # A finished run is skipped, an interrupted one resumes from its checkpoint (dmp train's own rule).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,11 +26,13 @@ for seed in ${SEEDS:-0 1 2}; do
     jobs+=("head_frozen dataset=office31_lite0_t128 backbone_lr_mult=0 method=$method seed=$seed")
     jobs+=("no_views_224 dataset=office31_lite0_t224 method=$method seed=$seed")
     jobs+=("stages_5_on dataset=office31_lite0_s5_t128 method=$method seed=$seed")
+    jobs+=("stages_5_on_v20 dataset=office31_lite0_s5v20_t128 method=$method seed=$seed")
   done
 done
 run() {
   set -- $1
   local name=$1; shift
+  [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]] && return 0
   local method seed
   for kv in "$@"; do case $kv in method=*) method=${kv#method=};; seed=*) seed=${kv#seed=};; esac; done
   local out=$OUT/$name/A-W/$method/seed$seed
@@ -34,5 +40,5 @@ run() {
   "$PY" -m dmp train --out "$out" source=amazon target=webcam setting=vanilla metric=G device=cpu threads=1 "$@" \
     > "/tmp/office31_departure_${name}_${method}_${seed}.log" 2>&1 && echo "$out: done"
 }
-export -f run; export OUT PY
+export -f run; export OUT PY ONLY
 printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -I{} bash -c 'run "$@"' _ {}

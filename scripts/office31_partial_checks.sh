@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Checks of the Office-31 partial table (config/office31_lite.yaml, table `partial`): PADA with the official code's
-# weighted cross-entropy (pada_ce=code) beside the suite's PADA (pada_ce=paper, the paper's objective), on the same
-# stored trunk, seeds and preset: runs under results/office31_lite/checks/pada_ce_code/<task>/pada/seed<k>/
-# (metrics.json: config, seed, git commit, dataset version), tabled by scripts/office31_report.py in docs/evidence.md.
-# Usage: [SEEDS="0"] scripts/office31_partial_checks.sh [JOBS]   (JOBS trainings side by side, 1 thread each)
+# Checks of the Office-31 partial table (config/office31_lite.yaml, table `partial`), on the same stored trunk, seeds
+# and preset, one setting changed:
+#   pada_ce_code: PADA with the official code's weighted cross-entropy (pada_ce=code) beside the suite's PADA
+#                 (pada_ce=paper, the paper's objective);
+#   momentum_0.9: DMP with the class weights' mean prediction averaged across refreshes (mean_prediction_momentum=0.9,
+#                 the demo's stabiliser) beside the paper's weights (0).
+# Runs under results/office31_lite/checks/<check>/<task>/<method>/seed<k>/ (metrics.json: config, seed, git commit,
+# dataset version), tabled by scripts/office31_report.py in docs/evidence.md.
+# Usage: [SEEDS="0"] [CHECKS="pada_ce_code momentum_0.9"] scripts/office31_partial_checks.sh [JOBS]
+#   (JOBS trainings side by side, 1 thread each)
 # A finished run is skipped, an interrupted one resumes from its checkpoint (dmp train's own rule).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,15 +18,21 @@ OUT=results/office31_lite/checks
 jobs=()
 for seed in ${SEEDS:-0}; do
   for task in amazon:webcam dslr:webcam webcam:dslr amazon:dslr dslr:amazon webcam:amazon; do
-    jobs+=("pada_ce_code ${task%:*} ${task#*:} seed=$seed method=pada pada_ce=code")
+    for check in ${CHECKS:-pada_ce_code momentum_0.9}; do
+      case $check in
+        pada_ce_code) jobs+=("pada_ce_code ${task%:*} ${task#*:} seed=$seed method=pada pada_ce=code");;
+        momentum_0.9) jobs+=("momentum_0.9 ${task%:*} ${task#*:} seed=$seed method=dmp mean_prediction_momentum=0.9");;
+        *) echo "unknown check: $check (pada_ce_code, momentum_0.9)" >&2; exit 2;;
+      esac
+    done
   done
 done
 run() {
   set -- $1
   local name=$1 src=$2 tgt=$3; shift 3
-  local seed=${1#seed=}
+  local seed=${1#seed=} method=${2#method=}
   local short="${src:0:1}-${tgt:0:1}"
-  local out=$OUT/$name/${short^^}/pada/seed$seed
+  local out=$OUT/$name/${short^^}/$method/seed$seed
   [ -f "$out/metrics.json" ] && return 0
   "$PY" -m dmp train --out "$out" dataset=office31_lite0_t128 source=$src target=$tgt setting=partial \
     source_split=full target_split=partial metric=G device=cpu threads=1 "$@" \

@@ -75,17 +75,18 @@ def collect(root: Path = OUT) -> list[dict]:
     return rows
 
 
-def _near_pairs(rows: list[dict], top: int = 3) -> str:
-    """The largest off-diagonal confusion rates of source-only on the target (true -> predicted, over all seeds)."""
+def near_pairs(rows: list[dict], top: int = 3) -> list[tuple[float, str, str]]:
+    """The largest off-diagonal confusion rates of source-only on the target: (rate, true, predicted), over all seeds
+    and both tasks (the demo's tasks share their classes)."""
     so = [r for r in rows if r["method"] == "source_only"]
     if not so:
-        return ""
+        return []
     cm = sum(r["confusion"] for r in so)
     rate = cm / np.maximum(cm.sum(1, keepdims=True), 1)
     np.fill_diagonal(rate, 0)
     names = so[0]["classes"]
     order = np.dstack(np.unravel_index(np.argsort(-rate, axis=None, kind="stable"), rate.shape))[0][:top]
-    return ", ".join(f"{names[i]} -> {names[j]} {100 * rate[i, j]:.1f} %" for i, j in order if rate[i, j] > 0)
+    return [(float(rate[i, j]), names[i], names[j]) for i, j in order if rate[i, j] > 0]
 
 
 def section(root: Path = OUT) -> list[str]:
@@ -127,7 +128,7 @@ def section(root: Path = OUT) -> list[str]:
     lines += ["", "`mean_prediction_momentum` stays 0 by default: Eq. ClassWeight's `pi` is \"the mean value of the "
               "target prediction P^t\" of the pass; the collapse counts above are read with their p-values (the "
               "momenta were fixed before the runs, the same for every task and seed)."]
-    pairs = _near_pairs(rows)
+    pairs = ", ".join(f"{a} -> {b} {100 * r:.1f} %" for r, a, b in near_pairs(rows))
     if pairs:
         lines += ["", f"Source-only on the same seeds confuses, on the target (true -> predicted): {pairs}."]
     return lines + [""]
