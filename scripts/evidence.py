@@ -14,10 +14,10 @@ or x0.1, or random), ``--study geometry`` (where the main study's runs leave the
 scripts/diagnose_geometry.py on their features.npz), ``--study anchors`` (the anchor/BatchNorm modes), ``--study
 weights`` (the vanilla class weights) and ``--study grid`` (the paper's lambda1 x lambda2 grid on one demo task
 and on Office-Caltech10 A->W), ``--study comparison`` (the registered comparison methods, DANN, CDAN+E, ..., with
-their own papers' hyper-parameters on the main study's tasks and seeds, tabled beside its DMP rows; ``--method``
-picks some). Every run is a normal training run under ``results/evidence/runs`` (metrics.json:
-config, seed, git commit, dataset version); this script launches them and aggregates their metrics.json files into
-``docs/evidence.md`` (mean +- sample std over seeds).
+their own papers' hyper-parameters on the main study's tasks and seeds, tabled beside the source-only and DMP rows
+that this study runs with them, same tasks, seeds and weights; ``--method`` picks some). Every run is a normal
+training run under ``results/evidence/runs`` (metrics.json: config, seed, git commit, dataset version); this script
+launches them and aggregates their metrics.json files into ``docs/evidence.md`` (mean +- sample std over seeds).
 
     python scripts/evidence.py [--seeds N] [--jobs 2] [--study main anchors grid] [--only demo] [--method dann]
                                [--report-only]

@@ -133,33 +133,37 @@ def variant_section(part: pd.DataFrame, by: str, order, title, head: list[str], 
     return lines
 
 
+def _comparison_base(df: pd.DataFrame, dataset: str, setting: str, tasks, seeds) -> tuple[pd.DataFrame, bool]:
+    """A comparison table's :data:`COMPARISON_BASE` rows of ``tasks`` x ``seeds``: (rows, whether they are the
+    comparison study's own). Its own where every method, task and seed of them has run there, else the main
+    study's."""
+    names = COMPARISON_BASE[setting]
+    sel = (df["dataset"] == dataset) & (df["setting"] == setting) & (df["variant"] == "default") & df["method"].isin(
+        names) & df["seed"].isin(seeds) & df["task"].isin(tasks)
+    own = df[sel & (df["study"] == "comparison")]
+    if own.groupby(["method", "task", "seed"]).ngroups == len(names) * len(tasks) * len(seeds):
+        return own, True
+    return df[sel & (df["study"] == "main")], False
+
+
 def comparison_section(df: pd.DataFrame) -> list[str]:
-    """The tables of ``--study comparison``: each comparison method beside the main study's source-only and DMP rows
-    of the same tasks and seeds, with where DMP is lower than each, and the published numbers on the same data."""
+    """The tables of ``--study comparison``: each comparison method beside the source-only and DMP rows of the same
+    tasks and seeds (:func:`_comparison_base`: the study's own runs of them, else the main study's), with where DMP
+    is lower than each, and the published numbers on the same data."""
     comp = df[(df["study"] == "comparison") & (df["variant"] == "default")]
     if not len(comp):
         return []
     from dmp import methods
-    lines = ["## The comparison methods in the same harness", "",
-             "`python scripts/evidence.py --study comparison` (methods and tasks: `COMPARISON` in "
-             "scripts/evidence_studies.py): each comparison method of the paper's tables as registered in "
-             "`dmp/methods/` (docs/method.md, \"Comparison methods\"), with its own paper's hyper-parameters (the "
-             "registry's defaults; nothing tuned per task or dataset), on the main study's tasks with the same "
-             "presets (backbone, bottleneck, optimiser, schedule, batch size), seeds and model (the last iterate, no "
-             "target labels). The source-only and DMP rows are the main study's runs of the same seeds. A method "
-             "is shown only once all its tasks and seeds have run. Below each table, per method: DMP's Avg minus the "
-             "method's, the tasks where DMP's mean is lower, and the paired comparison over (task, seed).", ""]
-    footnotes = {}
+    lines, own_base, footnotes = [], {}, {}
     for (dataset, setting), part in comp.groupby(["dataset", "setting"], sort=False):
+        listed = [m for d, s, _, ms in COMPARISON if (d, s) == (dataset, setting) for m in ms]
+        part = part[part["method"].isin(listed)]
         tasks, seeds = sorted(part["task"].unique()), sorted(part["seed"].unique())
         done = [m for m, g in part.groupby("method") if g.groupby(["task", "seed"]).ngroups == len(tasks) * len(seeds)]
         if not done:
             continue
-        base = df[(df["study"] == "main") & (df["dataset"] == dataset) & (df["setting"] == setting)
-                  & (df["variant"] == "default") & df["method"].isin(COMPARISON_BASE[setting])
-                  & df["seed"].isin(seeds) & df["task"].isin(tasks)]
-        order = COMPARISON_BASE[setting] + [m for d, s, _, ms in COMPARISON if (d, s) == (dataset, setting)
-                                            for m in ms if m in done]
+        base, own_base[f"{dataset}, {setting}"] = _comparison_base(df, dataset, setting, tasks, seeds)
+        order = COMPARISON_BASE[setting] + [m for m in listed if m in done]
         both = pd.concat([base, part[part["method"].isin(done)]])
         md, wins = table(both, "method", order)
         avg = {m: _avg(g) for m, g in both.groupby("method")}
@@ -192,7 +196,24 @@ def comparison_section(df: pd.DataFrame) -> list[str]:
     if footnotes:
         lines += ["Rows not faithful to their paper (docs/method.md): " + " ".join(
             f"{NAMES[m]}: {text}" + ("" if text.endswith(".") else ".") for m, text in footnotes.items()), ""]
-    return lines
+    def tables(own):
+        names = [f'"{t}"' for t, o in own_base.items() if o == own]
+        return f"the table{'s' * (len(names) > 1)} " + " and ".join(
+            [", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) if names else ""
+    same = ("this study's own runs of the same tasks, seeds, presets and backbone weights (`COMPARISON_BASE` in "
+            "scripts/evidence_studies.py, run with the comparison methods)")
+    where = (f"{same} in {tables(True)}, and the main study's runs of the same seeds in {tables(False)} (where "
+             "this study has not run them for every task and seed)" if tables(True) and tables(False)
+             else same if tables(True) else "the main study's runs of the same seeds")
+    return ["## The comparison methods in the same harness", "",
+            "`python scripts/evidence.py --study comparison` (methods and tasks: `COMPARISON` in "
+            "scripts/evidence_studies.py): each comparison method of the paper's tables as registered in "
+            "`dmp/methods/` (docs/method.md, \"Comparison methods\"), with its own paper's hyper-parameters (the "
+            "registry's defaults; nothing tuned per task or dataset), on the main study's tasks with the same "
+            "presets (backbone, bottleneck, optimiser, schedule, batch size), seeds and model (the last iterate, no "
+            f"target labels). The source-only and DMP rows are {where}. A method "
+            "is shown only once all its tasks and seeds have run. Below each table, per method: DMP's Avg minus the "
+            "method's, the tasks where DMP's mean is lower, and the paired comparison over (task, seed).", ""] + lines
 
 
 def digits_init_section(df: pd.DataFrame) -> list[str]:

@@ -59,12 +59,14 @@ WEAK = {"demo_pixels": DEMO_ALL, "demo_gradients": DEMO_ALL, "demo_bovw": DEMO_A
 
 # --study comparison: the comparison methods of the paper's tables (dmp/methods/, each with its own paper's
 # hyper-parameters: the registry's defaults, nothing tuned per task) on the main study's tasks, presets and seeds
-# 0..2, model at the last iteration; the report puts them beside the main study's runs of the same seeds. Listed in
-# the order they are run (each method's tasks and seeds complete before the next method starts).
+# 0..2, model at the last iteration, and COMPARISON_BASE's methods of the same tasks, seeds, presets and weights run
+# by this study too (so that a table's rows share one data version, weights file and code version); the report
+# takes a table's COMPARISON_BASE rows from this study where they have all run, else from the main study. Run in the
+# order listed, COMPARISON_BASE's methods first (each method's tasks and seeds complete before the next starts).
 COMPARISON = [("office_caltech10", "vanilla", OC10, ["dann", "cdan_e", "safn", "cdan", "bsp_dann", "hafn"]),
               ("demo", "vanilla", DEMO, ["dann", "cdan_e"]), ("demo", "partial", DEMO, ["pada"]),
               ("mnist_usps", "vanilla", DIGITS, ["dann", "cdan_e"])]
-# The main study's rows each comparison table shows beside the comparison methods (the same seeds)
+# The rows of DMP and source-only each comparison table shows beside the comparison methods (the same seeds)
 COMPARISON_BASE = {"vanilla": ["source_only", "dmp_no_al", "dmp"], "partial": ["source_only", "dmp", "dmp_ent"]}
 # Published numbers on the same data under their own protocol, quoted beside ours: (dataset, task, method) ->
 # accuracy (%) exactly as printed, with the source in PUBLISHED_SOURCE. Empty: the digits tables of the comparison
@@ -114,7 +116,7 @@ def jobs_for(study: str, seeds: int | None, only, weights: dict[str, str], metho
                     yield job(dataset, "vanilla", task, method, seed)
     elif study == "comparison":
         for dataset, setting, tasks, names in COMPARISON:
-            for method, task, seed in itertools.product(names, tasks, range(other)):
+            for method, task, seed in itertools.product(COMPARISON_BASE[setting] + names, tasks, range(other)):
                 if (not only or dataset in only) and (not method_filter or method in method_filter):
                     yield job(dataset, setting, task, method, seed)
     elif study == "digits_init":

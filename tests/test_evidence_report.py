@@ -60,6 +60,63 @@ def test_comparison_section_puts_the_main_study_beside_and_says_where_dmp_loses(
     assert "CDAN+E" not in text
 
 
+def test_a_comparison_table_takes_its_base_rows_from_its_own_study_only_where_all_have_run():
+    """An unbalanced fixture: the comparison study ran source-only, DMP (No AL) and DMP itself on every task and seed
+    of the demo table (code version c, as DANN), but on the digits table its DMP misses seed 2 of U->M. The demo
+    table must show its own rows (one version), the digits table the main study's (code version old: flagged), and
+    the intro must say which table uses which."""
+    import pandas as pd
+    report = load_script("evidence_report")
+    demo, old = ("S->N", "S->O"), lambda rows: [dict(r, code_version="old") for r in rows]
+    rows = []
+    for dataset, tasks in (("demo", demo), ("mnist_usps", ("M->U", "U->M"))):
+        rows += (old(_runs("main", dataset, "source_only", [[70, 70, 70], [60, 60, 60]], tasks))
+                 + old(_runs("main", dataset, "dmp_no_al", [[80, 80, 80], [70, 70, 70]], tasks))
+                 + old(_runs("main", dataset, "dmp", [[90, 92, 94, 10], [60, 62, 64, 10]], tasks))
+                 + _runs("comparison", dataset, "source_only", [[71, 71, 71], [61, 61, 61]], tasks)
+                 + _runs("comparison", dataset, "dmp_no_al", [[81, 81, 81], [71, 71, 71]], tasks)
+                 + _runs("comparison", dataset, "dmp", [[95, 96, 97], [85, 86, 87] if dataset == "demo" else [85, 86]],
+                         tasks)
+                 + _runs("comparison", dataset, "dann", [[75, 75, 75], [65, 65, 65]], tasks))
+    text = "\n".join(report.comparison_section(pd.DataFrame(rows)))
+    intro, demo_md, digits_md = text.split("\n### ")
+    assert ("The source-only and DMP rows are this study's own runs of the same tasks, seeds, presets and backbone "
+            "weights (`COMPARISON_BASE` in scripts/evidence_studies.py, run with the comparison methods) in the table "
+            "\"demo, vanilla\", and the main study's runs of the same seeds in the table \"mnist_usps, vanilla\" "
+            "(where this study has not run them for every task and seed).") in intro
+
+    def cells(md, name):
+        line = next(line for line in md.splitlines() if line.startswith("| ") and line.split("|")[1].strip() == name)
+        return [c.strip() for c in line.split("|")[2:5]]
+    assert [line.split("|")[1].strip() for line in demo_md.splitlines() if line.startswith("| ")] == [
+        "", "Source only", "DMP (No AL)", "DMP", "DANN"]
+    # demo: its own DMP runs (S->N 96 +- 1, S->O 86 +- 1; Avg per seed 90, 91, 92), all of one version
+    assert cells(demo_md, "DMP") == ["96.0 ± 1.0", "86.0 ± 1.0", "91.0 ± 1.0"]
+    assert cells(demo_md, "Source only") == ["71.0 ± 0.0", "61.0 ± 0.0", "66.0 ± 0.0"]
+    assert "Every row: data version v; backbone weights sha256 none; code version (hash of dmp/) c." in demo_md
+    assert "DMP against DANN: Avg +21.0" in demo_md  # DANN: per seed 70
+    # digits: the main study's DMP over seeds 0..2 (92 +- 2, 62 +- 2; Avg 77 +- 2), flagged as of another code version
+    assert cells(digits_md, "DMP") == ["92.0 ± 2.0", "62.0 ± 2.0", "77.0 ± 2.0"]
+    assert cells(digits_md, "Source only") == ["70.0 ± 0.0", "60.0 ± 0.0", "65.0 ± 0.0"]
+    assert "**Not one version: the rows differ in code version (hash of dmp/)**" in digits_md
+    assert "- DMP: code version (hash of dmp/) old" in digits_md
+    assert "- DANN: code version (hash of dmp/) c" in digits_md
+
+
+def test_the_comparison_study_runs_its_tables_base_rows_with_the_same_tasks_seeds_and_weights():
+    """--study comparison --only demo: the comparison methods and the source-only and DMP rows of both demo tables,
+    every one on the 2 tasks x 3 seeds, with the one weights file, under the study's own folder."""
+    studies = load_script("evidence_studies")
+    jobs = list(studies.jobs_for("comparison", None, ["demo"], {"demo": "w.pt", "digits": "d.pt"}))
+    vanilla, partial = ["source_only", "dmp_no_al", "dmp", "dann", "cdan_e"], ["source_only", "dmp", "dmp_ent", "pada"]
+    assert {(c["setting"], c["method"]) for c, _ in jobs} == ({("vanilla", m) for m in vanilla}
+                                                               | {("partial", m) for m in partial})
+    assert len(jobs) == 2 * 3 * (len(vanilla) + len(partial)) == len({out for _, out in jobs})
+    assert {c["weights_path"] for c, _ in jobs} == {"w.pt"} and {out.parts[0] for _, out in jobs} == {"comparison"}
+    assert {(c["source"], c["target"], c["seed"]) for c, _ in jobs if c["method"] == "dmp_ent"} == {
+        (s, t, seed) for s, t in (("solid", "outline"), ("solid", "noisy")) for seed in range(3)}
+
+
 def _write_run(root, study, method, seed, acc, data, code, sha):
     """A metrics.json of the demo's partial S->O task, as a run writes it (the fields the report reads)."""
     import json
