@@ -11,8 +11,9 @@
 # and, for stages_5_on_v20 (the same with 20 stored crops per image, each drawn about twice in 40 epochs):
 #   python -m dmp data extract-features office31 --out-name office31_lite0_s5v20_t128 --backbone efficientnet_lite0 \
 #       --resize 146 --crop 128 --views 20 --trunk-stage 5
-# Usage: [SEEDS="0 1 2"] [ONLY="stages_5_on ..."] scripts/office31_departures.sh [JOBS]
-#   (JOBS trainings side by side, 1 thread each; default 2; ONLY: the departures to run, default all)
+# Usage: [SEEDS="0 1 2"] [ONLY="stages_5_on ..."] [METHODS="source_only dmp"] scripts/office31_departures.sh [JOBS]
+#   (JOBS trainings side by side, 1 thread each; default 2; ONLY: the departures to run, default all; METHODS: also
+#   source_only_bn, source-only whose BatchNorm statistics also see the target batches)
 # A finished run is skipped, an interrupted one resumes from its checkpoint (dmp train's own rule).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ PY=${PY:-.venv/bin/python}
 OUT=results/office31_lite/departures
 jobs=()
 for seed in ${SEEDS:-0 1 2}; do
-  for method in source_only dmp; do
+  for method in ${METHODS:-source_only dmp}; do
     jobs+=("no_views dataset=office31_lite0_t128_noviews method=$method seed=$seed")
     jobs+=("head_frozen dataset=office31_lite0_t128 backbone_lr_mult=0 method=$method seed=$seed")
     jobs+=("no_views_224 dataset=office31_lite0_t224 method=$method seed=$seed")
