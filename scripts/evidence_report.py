@@ -40,13 +40,26 @@ VERSIONS = {"dataset_version": "data version", "weights": "backbone weights sha2
             "code_version": "code version (hash of dmp/)"}
 
 
+def _one_version(part: pd.DataFrame, col: str) -> str | None:
+    """The value of ``col`` that every row of a table shares, or None. A run's data version covers the lists it
+    reads, so on one dataset it can differ by task: one version per task, the same in every row, is one version
+    (written ``X (S->N), Y (S->O)``)."""
+    if part[col].nunique() == 1:
+        return str(part[col].iloc[0])
+    if (col == "dataset_version" and {"dataset", "task"} <= set(part) and part["dataset"].nunique() == 1
+            and part.groupby("task")[col].nunique().max() == 1):
+        return ", ".join(f"{v} ({t})" for t, v in part.groupby("task")[col].first().items())
+    return None
+
+
 def versions(part: pd.DataFrame, index: str, order=None, names=None) -> tuple[list[str], list[str]]:
     """What the rows of a table (one row per value of ``index``) were run with: (the lines above the table, the
     lines below it). Rows of one data version, one weights file and one code version get one line saying so;
     otherwise a flagged line names what differs, and below the table each row lists its own values of it."""
     names = names or NAMES
-    shared = [f"{label} {part[col].iloc[0]}" for col, label in VERSIONS.items() if part[col].nunique() == 1]
-    differ = {col: label for col, label in VERSIONS.items() if part[col].nunique() > 1}
+    one = {col: _one_version(part, col) for col in VERSIONS}
+    shared = [f"{label} {one[col]}" for col, label in VERSIONS.items() if one[col]]
+    differ = {col: label for col, label in VERSIONS.items() if not one[col]}
     if not differ:
         return [f"Every row: {'; '.join(shared)}.", ""], []
     keys = list(dict.fromkeys(part[index]))

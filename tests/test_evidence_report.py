@@ -117,6 +117,23 @@ def test_the_comparison_study_runs_its_tables_base_rows_with_the_same_tasks_seed
         (s, t, seed) for s, t in (("solid", "outline"), ("solid", "noisy")) for seed in range(3)}
 
 
+def test_a_data_version_per_task_shared_by_every_row_is_one_version():
+    """A run's data version covers the lists it reads: on the demo each task has its own. Rows that share each
+    task's version are of one version (named per task); a row of another version on one task only is flagged."""
+    import pandas as pd
+    report = load_script("evidence_report")
+    per_task = {"S->N": "aaaa", "S->O": "bbbb"}
+    rows = [dict(r, dataset_version=per_task[r["task"]]) for m in ("dmp", "pada")
+            for r in _runs("comparison", "demo", m, [[90, 91], [80, 81]], ("S->N", "S->O"))]
+    assert report.versions(pd.DataFrame(rows), "method") == ([
+        "Every row: data version aaaa (S->N), bbbb (S->O); backbone weights sha256 none; code version (hash of dmp/) "
+        "c.", ""], [])
+    rows[-1] = dict(rows[-1], dataset_version="cccc")  # PADA, S->O, seed 1
+    above, below = report.versions(pd.DataFrame(rows), "method")
+    assert above[0].startswith("**Not one version: the rows differ in data version**")
+    assert below == ["- DMP: data version aaaa, bbbb", "- PADA: data version aaaa, bbbb, cccc", ""]
+
+
 def _write_run(root, study, method, seed, acc, data, code, sha):
     """A metrics.json of the demo's partial S->O task, as a run writes it (the fields the report reads)."""
     import json
