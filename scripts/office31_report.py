@@ -386,8 +386,8 @@ def momentum_check(runs: pd.DataFrame) -> list[str]:
         low = _collapsed(part)
         counts.append((low, len(part)))
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {avg} | {low} of {len(part)} |")
-    return ["The class weights' momentum on real data (`mean_prediction_momentum` 0.9, which removed the demo's "
-            "collapses: section \"The partial setting's lock-in\" below), DMP, seeds "
+    return ["The class weights' momentum on real data (`mean_prediction_momentum` 0.9, as measured on the demo "
+            "in the section \"The partial setting's lock-in\" below), DMP, seeds "
             f"{', '.join(map(str, seeds))}, `scripts/office31_partial_checks.sh`. " + _provenance(check), "", *lines,
             "", _momentum_reading(counts), ""]
 
