@@ -1,8 +1,9 @@
-"""Mutation pass of issue 24: plant one-line bugs of the kinds a wrong DMP has (a swapped sign, source for target,
-a wrong lambda, a detached tensor, an off-by-one, a wrong preset, a transposed confusion matrix, a mean over samples
-for a mean of class means, ...) in the trainer, the DMP method, the anchors, the schedule, the class weights, the
-evaluation and the presets, ONE AT A TIME, in a copy of the repository, run the relevant non-slow tests with -x,
-record killed / survived and the first failing test with its message, and restore the file.
+"""Mutation pass: plant one-line bugs of the kinds a wrong DMP has (a swapped sign, source for target, a wrong lambda,
+a detached tensor, an off-by-one, a wrong preset, a transposed confusion matrix, a mean over samples for a mean of
+class means, ...) in the trainer, the DMP method, the anchors, the schedule, the class weights, the evaluation, the
+presets, the comparison methods and their losses, the tables and the metrics checks, ONE AT A TIME, in a copy of the
+repository, run the relevant non-slow tests with -x, record killed / survived and the first failing test with its
+message, and restore the file.
 
 Never run it on the checkout others work in: it edits the code under test. Make a copy first:
 
@@ -190,7 +191,7 @@ MUTANTS = [
     ('caltech_batch', C, 'wrong preset',
      'standardize=True,\n                                          batch_size=32)',
      'standardize=True,\n                                          batch_size=50)'),
-    # -- added in the second pass (after the method registry) --
+    # -- DMP's options read from the config, and the units of the trainer, the anchors and the evaluation --
     ('inter_num_classes_batch', M, 'wrong axis',
      'means, p_t.shape[1],',
      'means, p_t.shape[0],'),
@@ -249,7 +250,7 @@ MUTANTS = [
     ('metrics_weights_uniform', T, 'wrong weight',
      '"class_weights": [float(w) for w in self.weights]',
      '"class_weights": [1.0 / len(self.weights)] * len(self.weights)'),
-    # -- third pass: the comparison methods, their losses, the tables (tests: TESTS_BY_DIR) --
+    # -- the comparison methods, their losses, the tables and the metrics checks (tests: TESTS_BY_DIR) --
     ('grl_no_minus_one', AD, 'wrong schedule',
      "return 2.0 / (1.0 + math.exp(-gamma * progress)) - 1.0",
      "return 2.0 / (1.0 + math.exp(-gamma * progress))"),
@@ -384,6 +385,9 @@ def main(argv=None):
     ap.add_argument("--out", required=True, help="JSON file of the results")
     ap.add_argument("--only", nargs="*", default=[], help="mutant ids to run (default: all)")
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--timeout", type=float, default=3600,
+                    help="seconds a mutant's tests may run; past it the mutant is 'timeout', neither killed nor "
+                         "survived (on a loaded machine the tests are slow, not hung)")
     args = ap.parse_args(argv)
     tree = Path(args.tree).resolve()
     if tree == Path(__file__).resolve().parents[1]:
@@ -405,13 +409,13 @@ def main(argv=None):
             tests = ["-k", "not killed_process", *TESTS] if tests_for(path) is TESTS else tests_for(path)
             p = subprocess.run([args.python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow",
                                 *tests], cwd=tree, capture_output=True, text=True,
-                               timeout=600)
+                               timeout=args.timeout)
             lines = p.stdout.splitlines()
             by = [line for line in lines if line.startswith(("FAILED", "ERROR"))][:1]
             msg = [line for line in lines if line.startswith("E  ")][:2]
             status = "killed" if p.returncode != 0 else "survived"
         except subprocess.TimeoutExpired:
-            status, by, msg = "killed (timeout)", [], []
+            status, by, msg = "timeout", [], []
         finally:
             f.write_bytes(original)  # the exact bytes
         results.append(dict(id=mid, file=path, kind=kind, status=status, by=by, msg=msg,
@@ -420,7 +424,9 @@ def main(argv=None):
     Path(args.out).write_text(json.dumps(results, indent=1))
     planted = [r for r in results if not r["status"].startswith("not applied")]
     survivors = [r["id"] for r in planted if r["status"] == "survived"]
-    print(f"planted {len(planted)}, killed {len(planted) - len(survivors)}, survived: {survivors or 'none'}")
+    undecided = [r["id"] for r in planted if r["status"] == "timeout"]
+    print(f"planted {len(planted)}, killed {sum(r['status'] == 'killed' for r in planted)}, "
+          f"survived: {survivors or 'none'}, timeout: {undecided or 'none'}")
 
 
 if __name__ == "__main__":
