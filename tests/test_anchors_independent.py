@@ -1,5 +1,5 @@
 """The anchors after a refresh equal what this test computes from the model's own outputs on the right split, with
-unbalanced classes (issue 24, item 3): per layer the source class means and the source mean (the mean over all
+unbalanced classes: per layer the source class means and the source mean (the mean over all
 source samples, not the mean of the class means), the partial setting's mean target prediction and the class
 weights made from it; a full pass (BatchNorm in eval mode, or batch mode without BatchNorm, where a sample's
 features do not depend on its batch) and accumulation windows (the means of that window's training batches

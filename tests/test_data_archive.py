@@ -1,4 +1,4 @@
-"""Extraction safety (issue 9): members with traversal, absolute paths, links leading out, devices and pipes are
+"""Extraction safety: members with traversal, absolute paths, links leading out, devices and pipes are
 refused as an attack, naming the member; a link inside the archive is installed as a copy, so nothing installed
 points outside the dataset folder once wrapper folders are stripped; an archive cannot extract more than the size
 limit allows. Layout discovery by structure."""

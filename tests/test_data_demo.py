@@ -76,7 +76,7 @@ def test_fetch_demo_generates_and_verifies(isolated):
     assert sum(verify.verify("demo")["outline"].values()) == 300
 
 
-# -- issue 23: nothing the user owns is deleted; folders follow the umask; a killed run's staging is cleaned up -------
+# -- nothing the user owns is deleted; folders follow the umask; a killed run's staging is cleaned up -----------------
 def test_a_folder_with_user_files_is_refused_and_left_intact(tmp_path, capsys):
     from dmp.cli import main
 

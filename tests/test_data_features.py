@@ -75,8 +75,8 @@ def test_extract_features_needs_the_images(isolated):
 
 
 def test_an_existing_dataset_is_never_replaced(isolated):
-    """Issue 23: ``--out-name`` naming a dataset that exists (a user's, or an earlier extraction) is refused before any
-    work; its dataset.yaml is left as it was."""
+    """``--out-name`` naming a dataset that exists (a user's, or an earlier extraction) is refused before any work;
+    its dataset.yaml is left as it was."""
     from dmp.models.extract import extract_features
 
     yml = registry.dataset_dir("mine") / "dataset.yaml"

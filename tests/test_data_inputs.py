@@ -1,4 +1,4 @@
-"""Inputs validated before any work, each error naming the file (and line or sample) - issue 9: labels in range
+"""Inputs validated before any work, each error naming the file (and line or sample): labels in range
 and integral in list files and arrays, images decoded to 8-bit RGB whatever their mode (16-bit, palette, CMYK,
 grey), ``data verify --verify-images`` catching unreadable images, finite features of matching dimensions, and
 ``extract-features --out-name`` never writing outside datasets/."""
@@ -145,7 +145,7 @@ def test_features_must_be_finite_and_of_matching_dimensions(isolated, monkeypatc
 
 
 def test_an_empty_domain_is_named(isolated, monkeypatch):
-    """Issue 23: an empty features domain was "cannot reshape array of size 0"."""
+    """An empty features domain is named (not numpy's "cannot reshape array of size 0")."""
     _features(isolated, monkeypatch, np.zeros((0, 4), np.float32), np.zeros(0, np.int64))
     with pytest.raises(ValueError, match=r"src\.npz: 'X' holds no samples \(domain 'src' is empty\); store its "):
         splits.load_arrays("feats", "src")

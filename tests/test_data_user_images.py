@@ -1,4 +1,4 @@
-"""Bring your own image dataset (issue 19.2): ``kind: images`` in ``<declarations>/<name>/dataset.yaml``, declared
+"""Bring your own image dataset: ``kind: images`` in ``<declarations>/<name>/dataset.yaml``, declared
 outside the checkout (DMP_DATASETS_DIR), with domains as class folders (DomainBed's layout) or as label lists
 (``path label`` lines, Transfer-Learning-Library's / DomainNet's layout): fetch, lock, lists, train, a table,
 extract-features; every bad declaration a one-line error naming the file and key."""

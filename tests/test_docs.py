@@ -14,6 +14,7 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 # The documents this test holds to "no reference a reader cannot follow" (the others have their own owners' tests).
 PLAIN = [ROOT / "README.md", ROOT / "docs" / "workflow.md", ROOT / "docs" / "figures.md", ROOT / "config" / "demo.yaml",
          ROOT / "docs" / "benchmarks.md", ROOT / "docs" / "method.md"]
+ISSUE_NUMBER = r"\bissues? ?#?\d+"  # "issue 21", "Issue 23", "issue 19.2", "issues 8 and 9", "issue #8"
 
 
 def _section(text: str, heading: str) -> str:
@@ -77,8 +78,21 @@ def test_no_heading_twice(path):
 @pytest.mark.parametrize("path", [*PLAIN, ROOT / "docs" / "evidence.md"], ids=lambda p: p.name)
 def test_no_reference_a_reader_cannot_follow(path):
     text = path.read_text()
-    found = re.findall(r"NOTES\.md|\bissue \d+|another owner|today's|shared/paper|\.\./shared", text, re.I)
+    found = re.findall(rf"NOTES\.md|{ISSUE_NUMBER}|another owner|today's|shared/paper|\.\./shared", text, re.I)
     assert found == []
+
+
+@pytest.mark.parametrize("folder", ["dmp", "tests", "scripts", "benchmarks", "workflow"])
+def test_no_code_cites_an_issue_number(folder):
+    """A docstring or comment says what is checked and why: an issue number is nothing a reader of the code can
+    follow. The pattern itself is tried on the forms such citations took (this file, which holds them, is skipped)."""
+    cited = ["issue 21", "(Issue 23: a run", "issue 19.2", "issues 8 and 9", "issue #8", "ISSUE 24, item 3"]
+    assert [c for c in cited if not re.search(ISSUE_NUMBER, c, re.I)] == []
+    assert not re.search(ISSUE_NUMBER, "tissue 3, issues of the data, issue_count = 843", re.I)
+    files = [p for p in sorted((ROOT / folder).rglob("*.py")) if p != Path(__file__).resolve()]
+    found = {str(p.relative_to(ROOT)): hits for p in files
+             if (hits := re.findall(ISSUE_NUMBER, p.read_text(errors="replace"), re.I))}
+    assert found == {}
 
 
 def test_the_demo_timing_stands_in_one_place():

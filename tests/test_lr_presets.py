@@ -1,4 +1,4 @@
-"""Every preset pinned to its documented values (issue 24, item 4): the optimiser, lr, schedule and lambdas of the
+"""Every preset pinned to its documented values: the optimiser, lr, schedule and lambdas of the
 paper's datasets (paper Sec. "Datasets and Experimental Setting", NOTES.md), the demo, the digits and
 Office-Caltech10 (docs/method.md), and the resolved schedule of one task of each (warm-up starts, anchor period,
 length), computed here by hand from the registry's source sizes. A wrong preset fails with the key it got wrong."""

@@ -1,4 +1,4 @@
-"""Metrics on unbalanced labels (issue 24, item 5): overall accuracy vs the mean of the per-class accuracies, and
+"""Metrics on unbalanced labels: overall accuracy vs the mean of the per-class accuracies, and
 the confusion matrix's orientation (rows = true class), against a case computed by hand and against an independent
 evaluation of a trained model on the target evaluation split."""
 from __future__ import annotations

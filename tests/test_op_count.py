@@ -1,5 +1,5 @@
-"""The DMP step's ATen operation count (issue 21): the CPU proxy of the kernel launches a GPU step pays for on the
-host. Counts, never times (benchmarks/op_count.py measures the paper-sized figures; docs/benchmarks.md)."""
+"""The DMP step's ATen operation count: the CPU proxy of the kernel launches a GPU step pays for on the host.
+Counts, never times (benchmarks/op_count.py measures the paper-sized figures; docs/benchmarks.md)."""
 
 import pytest
 import torch
@@ -10,7 +10,9 @@ from dmp import manifolds
 from dmp.losses import inter_class_loss, intra_class_loss
 from dmp.manifolds import spectral
 
-ISSUE_COUNT = 843  # extra ops per DMP step when issue 21 was filed (ResNet-50 or identity: the losses' share)
+# extra ops per DMP step with the losses computed one matrix and one layer at a time (code at 301d64c,
+# docs/benchmarks.md; ResNet-50 or identity: the losses' share)
+PER_MATRIX_COUNT = 843
 
 
 oc = load_script("op_count", "benchmarks")
@@ -95,13 +97,14 @@ def test_batched_discriminative_terms_equal_the_one_layer_calls(monkeypatch, abs
 @pytest.mark.parametrize("per_matrix", [False, True])
 def test_dmp_step_op_count_stays_below_the_bound(monkeypatch, per_matrix):
     """Extra ATen ops of a DMP step over the two-domain CE step, small model (the count does not depend on the
-    widths, the class count or the backbone). Issue 21 measured 843 and set the goal at 843 / 3 = 281: the bound on
-    the device path (one call per batch, what a GPU dispatches; 270 when the goal was met), and fewer than 843 on
-    the CPU path (per-matrix LAPACK/BLAS calls, kept for bit-identical CPU runs)."""
+    widths, the class count or the backbone). The losses computed one matrix and one layer at a time took 843; the
+    goal is 843 / 3 = 281: the bound on the device path (one call per batch, what a GPU dispatches; 270 when the
+    goal was met), and fewer than 843 on the CPU path (per-matrix LAPACK/BLAS calls, kept for bit-identical CPU
+    runs)."""
     monkeypatch.setattr(spectral, "PER_MATRIX_ON_CPU", per_matrix, raising=False)
     dmp_counter, ce_counter = oc.extra_ops(batch=6, classes=4, dims=(32, 16), backbone="identity", in_dim=8)
     extra = dmp_counter.total - ce_counter.total
-    bound = ISSUE_COUNT if per_matrix else ISSUE_COUNT // 3
+    bound = PER_MATRIX_COUNT if per_matrix else PER_MATRIX_COUNT // 3
     assert 0 < extra < bound, (extra, (dmp_counter.counts - ce_counter.counts).most_common(20))
 
 

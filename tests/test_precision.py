@@ -1,4 +1,4 @@
-"""Execution options of issue 8 on CPU: bf16 autocast, the fp32 path unchanged, logging-only host reads with a
+"""The training speed options on CPU: bf16 autocast, the fp32 path unchanged, logging-only host reads with a
 deferred non-finite check, DataLoader workers (auto) and the wall-clock times in metrics.json. The CUDA-only
 parts (channels_last, pinned memory, cudnn.benchmark kernels, event timing) need a GPU and are not run here."""
 import csv

@@ -150,7 +150,7 @@ def test_eval_loader_batches_exactly_the_given_order():
 
 
 def test_an_existing_folder_as_out_is_refused_before_training(tmp_path, monkeypatch, capsys):
-    """Issue 23: the weights file is written at the end of minutes of training; an --out that cannot be written then
+    """The weights file is written at the end of minutes of training; an --out that cannot be written then
     is refused at the start (the corpus is never rendered)."""
     from dmp.cli import main
     from dmp.train import pretrain

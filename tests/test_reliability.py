@@ -1,4 +1,4 @@
-"""Issue 23: every value is validated once, in one place (dmp/config.py), before any job, by the command line and the
+"""Every value is validated once, in one place (dmp/config.py), before any job, by the command line and the
 Snakemake config check alike; messages name the key and never print a value longer than a line; YAML aliases are
 bounded."""
 from __future__ import annotations

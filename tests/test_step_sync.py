@@ -1,7 +1,7 @@
-"""A non-logging training step reads nothing from the device (issue 21): no ``.item()``/``.tolist()``/``float(t)``/
-``if tensor`` (``aten::_local_scalar_dense``), no op whose output shape depends on the data (``nonzero``, boolean-mask
-indexing, ``unique``...). Each of these waits for the GPU; on the CPU they are counted by a ``TorchDispatchMode``
-(benchmarks/op_count.py), so the check needs no GPU."""
+"""A non-logging training step reads nothing from the device: no ``.item()``/``.tolist()``/``float(t)``/``if tensor``
+(``aten::_local_scalar_dense``), no op whose output shape depends on the data (``nonzero``, boolean-mask indexing,
+``unique``...). Each of these waits for the GPU (the host stalls until the queue drains); on the CPU they are
+counted by a ``TorchDispatchMode`` (benchmarks/op_count.py), so the check needs no GPU."""
 
 import pytest
 import torch

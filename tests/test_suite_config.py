@@ -101,7 +101,7 @@ def test_a_bad_config_fails_the_dry_run_at_once_with_one_message(tmp_path):
 
 @pytest.mark.parametrize("results", ["", "/", "//", "out/{dataset}", "res{", "a}b"])
 def test_results_must_be_a_folder_without_wildcards(results):
-    """Issue 23: ``results: ""`` planned every output at the filesystem root, and braces became Snakemake wildcards:
+    """``results: ""`` would plan every output at the filesystem root, and braces would become Snakemake wildcards:
     both the schema and the suite's own check refuse them."""
     from snakemake.utils import validate
 
@@ -117,9 +117,9 @@ def test_results_must_be_a_folder_without_wildcards(results):
 
 @pytest.mark.slow
 def test_snakemake_retrains_a_run_whose_metrics_are_no_result_of_it(tmp_path):
-    """Issue 23: a metrics.json placed in a run folder (2 iterations, lambda2 = 0: no DMP run) or left unfinished was
-    kept by Snakemake (it has no record of the file, so no rerun trigger fires) and printed by the tables. The train
-    rule's input now marks such a run stale: Snakemake retrains it, and only it; prepare then clears its folder."""
+    """A metrics.json placed in a run folder (2 iterations, lambda2 = 0: no DMP run) or left unfinished would be kept
+    by Snakemake (it has no record of the file, so no rerun trigger fires) and printed by the tables. The train
+    rule's input marks such a run stale: Snakemake retrains it, and only it; prepare then clears its folder."""
     import json
     import shutil
 

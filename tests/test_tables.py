@@ -358,7 +358,7 @@ def test_damaged_unfinished_and_foreign_metrics_are_skipped_and_named(tmp_path):
 
 
 def test_a_run_is_used_only_with_the_whole_config_and_values_it_claims(tmp_path):
-    """Issue 23: not only the identity keys: a run with 2 iterations and lambda2 = 0 placed in the DMP folder is not
+    """Not only the identity keys: a run with 2 iterations and lambda2 = 0 placed in the DMP folder is not
     DMP; an accuracy outside [0, 100] or a non-finite time is no result. Each is footnoted and left out; a run
     recorded before a key existed (the key absent) is the run at that key's default and is used."""
     import shutil

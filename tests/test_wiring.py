@@ -1,5 +1,5 @@
-"""How the trainer wires DMP together (issue 24, items 1, 2 and 4), checked on short CPU runs of an unbalanced shift
-against what the objective and the schedule say, not against the implementation itself:
+"""How the trainer wires DMP together, checked on short CPU runs of an unbalanced shift against what the objective
+and the schedule say, not against the implementation itself:
 
 1. every log row is ``loss = ce + lambda1 (inter + intra) + lambda2 align + entropy_weight entropy`` (distinct
    lambdas), each term zero exactly where the method, the anchors and the warm-ups say, probed at the boundary;
@@ -10,7 +10,7 @@ against what the objective and the schedule say, not against the implementation 
    source and target features of the same layer, and each term's output receives exactly its lambda from the
    loss. Each term is called once per step with the lists of all the manifold layers (one batched computation):
    the l-th entry of every list must be layer l's;
-4. the lr of every logged row is the schedule's formula at that iteration, and the anchors are refreshed at
+3. the lr of every logged row is the schedule's formula at that iteration, and the anchors are refreshed at
    exactly the iterations of the anchor period.
 """
 from __future__ import annotations
@@ -101,7 +101,7 @@ def test_warm_ups_given_in_epochs_start_at_the_converted_iteration(tmp_path):
     assert on["intra"] == list(range(5, 7)), f"intra-class term on at iterations {on['intra']}; 1.25ep = iteration 5"
 
 
-# ---------------------------------------------------------------------------------------------------- 4 (lr)
+# ---------------------------------------------------------------------------------------------------- 3 (lr)
 @pytest.mark.parametrize("schedule", ["constant", "anneal"])
 def test_logged_lr_is_the_schedule_formula_at_each_iteration(tmp_path, schedule):
     T, lr0 = 9, 2e-3
@@ -131,7 +131,7 @@ def test_backbone_group_runs_at_its_multiple_of_the_annealed_lr(tmp_path):
     assert lrs == pytest.approx([1e-3 * factor, 1e-2 * factor], rel=1e-12)
 
 
-# ---------------------------------------------------------------------------------------------------- 4 (T_up)
+# ---------------------------------------------------------------------------------------------------- 3 (T_up)
 @pytest.mark.parametrize("setting", ["vanilla", "partial"])
 def test_full_anchor_passes_run_at_exactly_every_anchor_period(tmp_path, setting):
     """No-grad forwards before a training step are an anchor pass: they happen before steps 0, T_up, 2 T_up, ...

@@ -1,4 +1,4 @@
-"""Fixtures for the independent checks of the trainer (issue 24): a small domain shift whose classes are
+"""Fixtures for the independent checks of the trainer: a small domain shift whose classes are
 NOT balanced (so "mean over all samples" and "mean of the class means" differ, and so do overall and mean class
 accuracy), and spies that see what the trainer hands to the losses, the manifold distances and the model.
 
