@@ -79,7 +79,7 @@ def main(argv=None):
     source, target = args.task.split("-")
     base = {"dataset": "demo", "source": source, "target": target, "device": args.device}
     torch.set_num_threads(args.threads)
-    registry.require_dataset("demo")
+    registry.require_dataset(registry.get_dataset("demo"))
     size = resolve(base)["resize"]
     t0 = time.perf_counter()
     for d in (source, target):

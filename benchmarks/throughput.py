@@ -261,11 +261,11 @@ def suite_hours(config_path: Path, times: dict, job_overhead_s: float = 30.0) ->
     per = collections.defaultdict(lambda: collections.Counter())
     for run in suite.all_runs():
         cfg = resolve(parse_overrides(suite.train_args(run)))
-        n_s = split_size(cfg["dataset"], cfg["source"], cfg["source_split"])
+        spec = registry.get_dataset(cfg["dataset"])
+        n_s = split_size(spec, cfg["source"], cfg["source_split"])
         try:
-            n_t = split_size(cfg["dataset"], cfg["target"], cfg["target_split"])
+            n_t = split_size(spec, cfg["target"], cfg["target_split"])
         except Exception:  # a partial split list not prepared yet: the share of the partial classes
-            spec = registry.get_dataset(cfg["dataset"])
             n_t = round(spec.domain(cfg["target"]).count * len(spec.partial_classes) / len(spec.classes))
         sch = schedule(cfg, n_s)
         fwd = times["forward_per_image"][cfg["backbone"]]

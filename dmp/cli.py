@@ -75,9 +75,10 @@ def _config(args):
     if args.schedule:
         import json
 
+        from .data.registry import get_dataset
         from .data.splits import split_size
         from .train.schedule import schedule
-        n_source = split_size(cfg["dataset"], cfg["source"], cfg["source_split"])
+        n_source = split_size(get_dataset(cfg["dataset"]), cfg["source"], cfg["source_split"])
         print(json.dumps(dict(schedule(cfg, n_source), source_samples=n_source), indent=1))
         return
     print(yaml.safe_dump(cfg, sort_keys=True), end="")

@@ -469,14 +469,13 @@ class Suite:
         for images, the bytes they name), None where the data is not in place."""
         cfg = self.run_config(run)
         from .data.splits import run_lists
-        lists = tuple(run_lists(run.dataset, cfg["source"], cfg["source_split"], cfg["target"],
-                                cfg["target_split"]).values())
+        spec = self.spec(run.dataset)
+        lists = tuple(run_lists(spec, cfg["source"], cfg["source_split"], cfg["target"], cfg["target_split"]).values())
         key = (run.dataset, lists)
         if key not in self._in_place:
             try:
-                images = self.spec(run.dataset).kind == "images"
-                self._in_place[key] = self.registry.dataset_version(run.dataset,
-                                                                    *([list(lists), True] if images else []))
+                images = spec.kind == "images"
+                self._in_place[key] = self.registry.dataset_version(spec, *([list(lists), True] if images else []))
             except FileNotFoundError:  # the data (or a list) is not in place here: nothing to compare with
                 self._in_place[key] = None
         return self._in_place[key]
@@ -507,7 +506,7 @@ class Suite:
     def data_version(self, dataset: str, lists=None) -> str:
         """The dataset version a run's signature covers: only the ``(domain, split)`` lists the run reads, so
         preparing other splits retrains nothing."""
-        return _data_version(self.registry, dataset, tuple(lists) if lists else None)
+        return _data_version(self.registry, self.spec(dataset), tuple(lists) if lists else None)
 
     def config_text(self, run: Run) -> str:
         """:meth:`expected_config` without the runtime keys, as canonical JSON (the signature's part of a run)."""
@@ -523,15 +522,15 @@ class Suite:
         under another."""
         cfg = self.run_config(run)
         from .data.splits import run_lists
-        lists = tuple(run_lists(run.dataset, cfg["source"], cfg["source_split"], cfg["target"],
+        lists = tuple(run_lists(self.spec(run.dataset), cfg["source"], cfg["source_split"], cfg["target"],
                                 cfg["target_split"]).values())  # an eval_lists target: both parts
         text = "\n".join([training_code_version(), self.data_version(run.dataset, lists), self.config_text(run)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @lru_cache(maxsize=None)
-def _data_version(registry, dataset: str, lists=None) -> str:
-    return registry.dataset_version(dataset, lists)
+def _data_version(registry, spec, lists=None) -> str:
+    return registry.dataset_version(spec, lists)
 
 
 def table_config_json(config: dict, table: str) -> str:

@@ -34,7 +34,7 @@ from dmp.cli import user_config  # noqa: E402
 from dmp.config import resolve  # noqa: E402
 from dmp.models.network import batch_statistics  # noqa: E402
 from dmp.data.inputs import build_task, eval_loader  # noqa: E402
-from dmp.data.registry import dataset_version  # noqa: E402
+from dmp.data.registry import dataset_version, get_dataset  # noqa: E402
 from dmp.train.provenance import git_commit  # noqa: E402
 from dmp.train.trainer import Trainer  # noqa: E402
 
@@ -82,7 +82,8 @@ def diagnose(user: dict) -> dict:
             "classifier_target": pct(pred == yt),
             "most_predicted_share": round(100 * np.bincount(pred.numpy(), minlength=logits_t.shape[1]).max()
                                           / len(pred), 2),
-            "layers": layers, "git_commit": git_commit(), "dataset_version": dataset_version(cfg["dataset"])}
+            "layers": layers, "git_commit": git_commit(),
+            "dataset_version": dataset_version(get_dataset(cfg["dataset"]))}
 
 
 def main(argv=None):

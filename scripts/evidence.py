@@ -46,8 +46,9 @@ def pretrained_weights(out_root: Path, only=None) -> dict[str, str]:
     from dmp.data.demo import generate
     from dmp.train.pretrain import pretrain_backbone
     needed = {r for d, r in WEIGHTS.items() if not only or d in only}
-    if needed and not registry.data_root("demo").exists():
-        generate(registry.data_root("demo"))
+    demo = registry.data_root(registry.get_dataset("demo"))
+    if needed and not demo.exists():
+        generate(demo)
         splits.prepare("demo")
     paths = {}
     for recipe, name in (("demo", "smallcnn_demo.pt"), ("digits", "smallcnn_gn_digits.pt")):

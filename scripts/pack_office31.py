@@ -124,7 +124,7 @@ def pack(src: Path | None, out: Path, size: int = 256, quality: int = 85, splits
     """Write the pack into ``out`` (dataset ``out.name``); return its figures."""
     spec = registry.get_dataset("office31")
     from_registry = src is None
-    src = registry.data_root("office31") if from_registry else Path(src).expanduser().resolve()
+    src = registry.data_root(spec) if from_registry else Path(src).expanduser().resolve()
     out = Path(out).resolve()
     _clear(out)
     data = out / "data"
@@ -155,7 +155,7 @@ def pack(src: Path | None, out: Path, size: int = 256, quality: int = 85, splits
         domains[d.name] = lines
         log(f"{d.name}: {len(lines)} images")
     meta = {"packed_from": "office31", "source_folder": str(src),
-            "source_version": registry.dataset_version("office31") if from_registry else None,
+            "source_version": registry.dataset_version(spec) if from_registry else None,
             "source_sha256": digest.hexdigest(), "source_bytes": src_bytes,
             "size": size, "resample": "PIL bilinear (torchvision Resize((size, size)) on a PIL image)",
             "codec": "JPEG", "quality": quality, "chroma_subsampling": "4:2:0",

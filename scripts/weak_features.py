@@ -98,10 +98,10 @@ def declare_demo() -> None:
 
     from dmp.data import registry
     spec = registry.get_dataset("demo")
-    root = registry.data_root("demo")
+    root = registry.data_root(spec)
     images, labels = {}, {}
     for d in spec.domains:
-        entries = registry.read_list(registry.list_file("demo", d.name, "full"))
+        entries = registry.read_list(registry.list_file(spec, d.name, "full"))
         images[d.name] = [np.asarray(Image.open(root / p).convert("RGB")) for p, _ in entries]
         labels[d.name] = np.array([y for _, y in entries])
     common = dict(kind="features", classes=list(spec.classes), partial_classes=list(spec.partial_classes),
@@ -126,7 +126,7 @@ def declare_digits() -> None:
     from dmp.data import registry
     from dmp.data.splits import load_arrays
     digits = registry.get_dataset("mnist_usps")
-    source = registry.data_root("mnist_usps")
+    source = registry.data_root(digits)
     if not source.exists():
         return
     folder = registry.DATASETS_DIR / "digits_pixels"
@@ -135,7 +135,7 @@ def declare_digits() -> None:
                         label_offset=digits.label_offset,
                         domains=[dict(name=d.name, short=d.short, file=d.folder, x_key=d.x_key, y_key=d.y_key,
                                       count=d.count) for d in digits.domains]))
-    arrays = {d.name: load_arrays("mnist_usps", d.name) for d in digits.domains}
+    arrays = {d.name: load_arrays(digits, d.name) for d in digits.domains}
     desc = {k: [surf_descriptors(im[0], 8, 2) for im in x] for k, (x, _) in arrays.items()}
     book = _codebook(desc[digits.domains[0].name])
     folder = registry.DATASETS_DIR / "digits_bovw"

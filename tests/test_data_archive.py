@@ -52,11 +52,12 @@ def _info(name, kind=tarfile.REGTYPE, link="", data=b""):
 ])
 def test_unsafe_tar_members_are_refused_as_an_attack(isolated, tmp_path, member, why):
     spec, members = _office31(isolated, tmp_path)
-    _place_tar(members, [_info(*member)], registry.download_dir("office31") / "domain_adaptation_images.tar.gz")
+    _place_tar(members, [_info(*member)],
+               registry.download_dir(registry.get_dataset("office31")) / "domain_adaptation_images.tar.gz")
     with pytest.raises(FetchError, match=f"refusing member '{member[0]}': .*{why}") as err:
         fetch.fetch("office31", progress=False, retries=1)
     assert "truncated or corrupt" not in str(err.value)  # an attack, not a damaged file
-    assert not (tmp_path / "evil.txt").exists() and not registry.data_root("office31").exists()
+    assert not (tmp_path / "evil.txt").exists() and not registry.data_root(registry.get_dataset("office31")).exists()
 
 
 @pytest.mark.parametrize("name,link", [("../evil.txt", None), ("/tmp/dmp-evil.txt", None),
@@ -64,7 +65,7 @@ def test_unsafe_tar_members_are_refused_as_an_attack(isolated, tmp_path, member,
 def test_unsafe_zip_members_are_refused_as_an_attack(isolated, tmp_path, name, link):
     isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
     (arc,) = build_packaging("office31", "wjdcloud", tmp_path / "build", PER_CLASS)
-    dest = registry.download_dir("office31") / "OFFICE31.zip"
+    dest = registry.download_dir(registry.get_dataset("office31")) / "OFFICE31.zip"
     dest.parent.mkdir(parents=True)
     with zipfile.ZipFile(arc) as src, zipfile.ZipFile(dest, "w") as zf:
         for info in src.infolist():
@@ -88,7 +89,8 @@ def test_link_inside_the_archive_is_installed_as_a_copy(isolated, tmp_path):
         members = [_info(n, data=zf.read(n)) for n in zf.namelist() if n != target]
     shared = tiny_image(99)
     members += [_info("shared.jpg", data=shared), _info(target, tarfile.SYMTYPE, "../../../shared.jpg")]
-    _place_tar([], members, registry.download_dir("officehome") / "officehome-by-a-colleague.tar.gz")
+    _place_tar([], members,
+               registry.download_dir(registry.get_dataset("officehome")) / "officehome-by-a-colleague.tar.gz")
     root = fetch.fetch("officehome", progress=False, verify_images=True)
     installed = root / "Art" / "Alarm_Clock" / "00001.jpg"
     assert installed.is_file() and not installed.is_symlink() and installed.read_bytes() == shared
@@ -98,7 +100,7 @@ def test_link_inside_the_archive_is_installed_as_a_copy(isolated, tmp_path):
 def test_extraction_size_limit(isolated, tmp_path):
     spec, members = _office31(isolated, tmp_path)
     _place_tar(members, [_info("readme.bin", data=b"\0" * 400_000)],
-               registry.download_dir("office31") / "domain_adaptation_images.tar.gz")
+               registry.download_dir(registry.get_dataset("office31")) / "domain_adaptation_images.tar.gz")
     with pytest.raises(FetchError, match=r"would extract [\d,]+ bytes, more than the limit of 400,000"):
         fetch.fetch("office31", progress=False, max_size=100_000, retries=1)
 
@@ -131,7 +133,8 @@ def test_scan_ignores_packaging_junk(isolated, tmp_path):
         members = [(m, tar.extractfile(m).read() if m.isfile() else None) for m in tar.getmembers()]
     junk = [_info("amazon/images/mug/._frame_0001.jpg", data=b"AppleDouble"),
             _info("amazon/images/.DS_Store", data=b"x")]
-    _place_tar(members, junk, registry.download_dir("office31") / "domain_adaptation_images.tar.gz")
+    _place_tar(members, junk,
+               registry.download_dir(registry.get_dataset("office31")) / "domain_adaptation_images.tar.gz")
     root = fetch.fetch("office31", progress=False, verify_images=True)
     assert not (root / "amazon" / "images" / "mug" / "._frame_0001.jpg").exists()
     assert len(verify.scan_domain(spec, spec.domain("amazon"), root)) == 62
@@ -160,13 +163,14 @@ def test_archive_member_count_is_bounded_before_extraction(isolated, tmp_path):
     """A ~1 MB archive of 200,000 empty members is refused, in one line, before anything is extracted: the bound is
     twice the images of the archive's domains (declared or locked) plus 10,000."""
     isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
-    bomb = _empty_members_tar_gz(registry.download_dir("office31") / "domain_adaptation_images.tar.gz", 200_000)
+    bomb = _empty_members_tar_gz(registry.download_dir(registry.get_dataset("office31")) / "domain_adaptation_images.tar.gz",
+                                 200_000)
     assert bomb.stat().st_size < 4_000_000
     with pytest.raises(FetchError, match=r"domain_adaptation_images\.tar\.gz has more than 10,372 members") as err:
         fetch.fetch("office31", progress=False, retries=1)
     line = next(ln for ln in str(err.value).splitlines() if "members" in ln)
     assert "refused before extraction" in line
-    assert not registry.data_root("office31").exists()
+    assert not registry.data_root(registry.get_dataset("office31")).exists()
     with pytest.raises(FetchError, match="more than 1,000 members"):
         archive.extract(bomb, tmp_path / "x", max_members=1000, progress=False)
     assert not (tmp_path / "x").exists()

@@ -45,10 +45,10 @@ def test_generation_is_deterministic(generated, tmp_path):
 def test_committed_lists_match_the_generated_data(generated):
     spec = registry.get_dataset("demo")
     for d in spec.domains:
-        assert splits.read_list(registry.list_file("demo", d.name)) == verify.scan_domain(spec, d, generated)
-        part = splits.read_list(registry.list_file("demo", d.name, "partial"))
+        assert splits.read_list(registry.list_file(spec, d.name)) == verify.scan_domain(spec, d, generated)
+        part = splits.read_list(registry.list_file(spec, d.name, "partial"))
         assert sorted({lab for _, lab in part}) == list(range(5)) and len(part) == 150
-        n10 = splits.read_list(registry.list_file("demo", d.name, "n10"))
+        n10 = splits.read_list(registry.list_file(registry.get_dataset("demo"), d.name, "n10"))
         assert np.bincount([lab for _, lab in n10]).tolist() == [10] * 10
 
 

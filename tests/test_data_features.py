@@ -29,7 +29,7 @@ def _small_demo(isolated, monkeypatch, per_class: int):
     demo = registry.get_dataset("demo")
     isolated.use(dataclasses.replace(demo, images_per_class=per_class, domains=tuple(
         dataclasses.replace(d, count=10 * per_class) for d in demo.domains)))
-    generate(registry.data_root("demo"), per_class=per_class, progress=False)
+    generate(registry.data_root(registry.get_dataset("demo")), per_class=per_class, progress=False)
     splits.prepare("demo", ["full"])
 
 
@@ -49,9 +49,9 @@ def test_extract_features_from_demo(isolated, monkeypatch):
     assert args.func(args) == 0
     spec = registry.get_dataset("demo_tiny")
     assert spec.kind == "features" and spec.classes == registry.get_dataset("demo").classes
-    x, y = splits.load_arrays("demo_tiny", "noisy")
+    x, y = splits.load_arrays(registry.get_dataset("demo_tiny"), "noisy")
     assert x.shape == (30, 4) and np.isfinite(x).all() and np.bincount(y).tolist() == [3] * 10
-    xp, yp = splits.load_arrays("demo_tiny", "noisy", "partial")
+    xp, yp = splits.load_arrays(registry.get_dataset("demo_tiny"), "noisy", "partial")
     assert sorted(set(yp.tolist())) == [0, 1, 2, 3, 4]
     doc = yaml.safe_load((registry.dataset_dir("demo_tiny") / "dataset.yaml").read_text())
     meta = doc["meta"]
@@ -60,8 +60,8 @@ def test_extract_features_from_demo(isolated, monkeypatch):
     assert meta["source_dataset"] == "demo" and len(meta["source_version"]) == 12
     # the stored features are the backbone's output on the listed images, in list order
     from dmp.data.inputs import ImageListDataset, image_transforms
-    ds = ImageListDataset(registry.data_root("demo"), registry.list_file("demo", "noisy"),
-                          image_transforms(False, 32, 28))
+    demo = registry.get_dataset("demo")
+    ds = ImageListDataset(registry.data_root(demo), registry.list_file(demo, "noisy"), image_transforms(False, 32, 28))
     with torch.no_grad():
         ref = net(ds[0][0][None]).numpy()[0]
     assert np.allclose(x[0], ref, atol=1e-5)
@@ -105,13 +105,13 @@ def test_trunk_views_feed_the_head_and_the_preset_of_their_dataset(isolated, mon
                               "efficientnet_lite0", "--no-pretrained", "--resize", "40", "--crop", "32", "--views", "2"])
     torch.manual_seed(0)  # the random initialisation of the trunk; the reference below is built the same way
     assert args.func(args) == 0
-    x, _ = splits.load_arrays("demo_trunk", "noisy")
-    views = splits.load_views("demo_trunk", "noisy")
+    x, _ = splits.load_arrays(registry.get_dataset("demo_trunk"), "noisy")
+    views = splits.load_views(registry.get_dataset("demo_trunk"), "noisy")
     assert x.shape == (10, 320) and views.shape == (10, 2, 320)   # 320 channels x 1 x 1 at 32 px
     torch.manual_seed(0)
     net = trunk(build_backbone("efficientnet_lite0", pretrained=False)[0]).eval()
-    images = ImageListDataset(registry.data_root("demo"), registry.list_file("demo", "noisy"),
-                              image_transforms(False, 40, 32))
+    demo = registry.get_dataset("demo")
+    images = ImageListDataset(registry.data_root(demo), registry.list_file(demo, "noisy"), image_transforms(False, 40, 32))
     stack, _ = _Views(images, image_transforms(False, 40, 32), image_transforms(True, 40, 32), 2)[3]
     with torch.no_grad():
         ref = net(stack).flatten(1).numpy()
@@ -143,12 +143,12 @@ def test_trunk_stage_stores_the_activations_before_that_stage_for_its_from_backb
             "40", "--crop", "32"]
     torch.manual_seed(0)
     assert _run(parser, base + ["--out-name", "demo_s5", "--trunk-stage", "5"]) == 0
-    x, _ = splits.load_arrays("demo_s5", "noisy")
+    x, _ = splits.load_arrays(registry.get_dataset("demo_s5"), "noisy")
     assert x.shape == (10, 112 * 2 * 2)                          # 112 channels x 2 x 2 before stage 5 at 32 px
     torch.manual_seed(0)
     backbone = build_backbone("efficientnet_lite0", pretrained=False)[0].eval()
-    images = ImageListDataset(registry.data_root("demo"), registry.list_file("demo", "noisy"),
-                              image_transforms(False, 40, 32))
+    demo = registry.get_dataset("demo")
+    images = ImageListDataset(registry.data_root(demo), registry.list_file(demo, "noisy"), image_transforms(False, 40, 32))
     with torch.no_grad():
         assert np.allclose(x[3], trunk(backbone, 5)(images[3][0][None]).flatten(1).numpy()[0], atol=1e-5)
     meta = dict(registry.get_dataset("demo_s5").meta)

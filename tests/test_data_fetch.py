@@ -46,7 +46,8 @@ def _kill(net, url: str) -> None:
 
 def _reset(name: str) -> None:
     """A fresh machine: no data, downloads, lists or lock."""
-    for p in (registry.data_root(name), registry.download_dir(name), registry.lists_dir(name)):
+    spec = registry.get_dataset(name)
+    for p in (registry.data_root(spec), registry.download_dir(spec), registry.lists_dir(name)):
         shutil.rmtree(p, ignore_errors=True)
     registry.lock_path(name).unlink(missing_ok=True)
 
@@ -60,7 +61,7 @@ def _result(name: str):
 
 def _nothing_partial(name):
     """No staging folder, no data root (the fetch failed)."""
-    root = registry.data_root(name)
+    root = registry.data_root(registry.get_dataset(name))
     leftovers = [p for p in root.parent.glob(f".{root.name}.staging-*")] if root.parent.exists() else []
     assert leftovers == []
     assert not root.exists()
@@ -94,23 +95,24 @@ def test_every_packaging_from_mirrors_and_by_hand_gives_the_same_lists(internet,
         _reset(name)
         internet.files.clear(), internet.drive.clear()
         for arc in arcs:
-            shutil.copy(arc, registry.download_dir(name).mkdir(parents=True, exist_ok=True)
-                        or registry.download_dir(name) / arc.name)
+            shutil.copy(arc, registry.download_dir(registry.get_dataset(name)).mkdir(parents=True, exist_ok=True)
+                        or registry.download_dir(registry.get_dataset(name)) / arc.name)
         fetch.fetch(name, progress=False)
         results[packaging, "by hand"] = _result(name)
     first = next(iter(results.values()))
     assert all(r == first for r in results.values()), sorted(results)
     lists, counts, manifest = first
     assert set(manifest) == set(counts) == {d.name for d in spec.domains}
-    full = splits.read_list(registry.list_file(name, spec.domains[0].name))
+    full = splits.read_list(registry.list_file(registry.get_dataset(name), spec.domains[0].name))
     assert len(full) == PER_CLASS * len(spec.classes)
     if name == "officehome":  # "Real World" / "RealWorld" are installed under the registry's name
-        assert (registry.data_root(name) / "Real_World").is_dir()
+        assert (registry.data_root(registry.get_dataset(name)) / "Real_World").is_dir()
     if name == "imageclef":  # the published lists: CRLF, class sub-folders that do not exist, p duplicates kept
-        assert (registry.data_root(name) / "list" / "cList.txt").read_bytes().count(b"\r\n") == 24
-        p = splits.read_list(registry.list_file(name, "p"))
+        assert (registry.data_root(registry.get_dataset(name)) / "list" / "cList.txt").read_bytes().count(b"\r\n") == 24
+        p = splits.read_list(registry.list_file(registry.get_dataset(name), "p"))
         assert len(p) == 24 and len({path for path, _ in p}) == 22
-        assert all(path.count("/") == 1 for path, _ in splits.read_list(registry.list_file(name, "c")))
+        c = splits.read_list(registry.list_file(registry.get_dataset(name), "c"))
+        assert all(path.count("/") == 1 for path, _ in c)
 
 
 def test_google_drive_through_gdown_confirmation_and_quota(internet, isolated, tmp_path):
@@ -148,10 +150,10 @@ def test_second_fetch_from_another_packaging_is_verified_by_content(server, isol
     splits.prepare("office31")
     lock = registry.read_lock("office31")
     assert lock["source"] == dict.fromkeys(("amazon", "dslr", "webcam"), "domain_adaptation_images.tar.gz")
-    version = registry.dataset_version("office31")
+    version = registry.dataset_version(registry.get_dataset("office31"))
     # a fresh clone (lists and lock committed) gets OFFICE31.zip instead: other bytes, the same content
-    shutil.rmtree(registry.data_root("office31"))
-    shutil.rmtree(registry.download_dir("office31"))
+    shutil.rmtree(registry.data_root(registry.get_dataset("office31")))
+    shutil.rmtree(registry.download_dir(registry.get_dataset("office31")))
     server.files.clear()
     (zipped,) = build_packaging("office31", "wjdcloud", tmp_path / "zip", PER_CLASS)
     server.files[server.url("/ok/OFFICE31.zip")] = zipped.read_bytes()
@@ -159,10 +161,10 @@ def test_second_fetch_from_another_packaging_is_verified_by_content(server, isol
     again = registry.read_lock("office31")
     assert again["source"] == lock["source"] and again["manifest"] == lock["manifest"]
     assert set(again["archives"]) == {"domain_adaptation_images.tar.gz", "OFFICE31.zip"}
-    assert registry.dataset_version("office31") == version
+    assert registry.dataset_version(registry.get_dataset("office31")) == version
     # same names and counts, one image with other bytes: refused, naming the domain and the lock
-    shutil.rmtree(registry.data_root("office31"))
-    shutil.rmtree(registry.download_dir("office31"))
+    shutil.rmtree(registry.data_root(registry.get_dataset("office31")))
+    shutil.rmtree(registry.download_dir(registry.get_dataset("office31")))
     (changed,) = build_packaging("office31", "wjdcloud", tmp_path / "changed", PER_CLASS, changed="webcam")
     server.files[server.url("/ok/OFFICE31.zip")] = changed.read_bytes()
     with pytest.raises(FetchError, match=r"(?s)OFFICE31/webcam in .*OFFICE31\.zip \(domain 'webcam'\) differ from "
@@ -174,8 +176,8 @@ def test_second_fetch_from_another_packaging_is_verified_by_content(server, isol
 def test_locked_archive_with_other_bytes_is_checked_by_content(server, isolated, tmp_path):
     _serve(server, isolated, tmp_path, "imageclef")
     fetch.fetch("imageclef", progress=False)
-    shutil.rmtree(registry.data_root("imageclef"))
-    shutil.rmtree(registry.download_dir("imageclef"))
+    shutil.rmtree(registry.data_root(registry.get_dataset("imageclef")))
+    shutil.rmtree(registry.download_dir(registry.get_dataset("imageclef")))
     (other,) = build_packaging("imageclef", "original", tmp_path / "other", PER_CLASS, extra_class=1)
     server.files[server.url("/ok/image_CLEF.zip")] = other.read_bytes()
     with pytest.raises(FetchError, match=r"(?s)36 images, expected 24.*differs from the locked"):
@@ -190,19 +192,19 @@ def test_interrupted_download_is_resumed_with_range(server, isolated, tmp_path):
     fetch.fetch("office31", progress=False)
     ranges = [r for u, r in server.requests if u == url]
     assert ranges[0] is None and ranges[1].startswith("bytes=") and int(ranges[1][6:-1]) > 0
-    assert (registry.download_dir("office31") / arc.name).read_bytes() == data
+    assert (registry.download_dir(registry.get_dataset("office31")) / arc.name).read_bytes() == data
     # a fetch that gives up keeps the partial file; the next fetch resumes it from the same mirror
     _reset("office31")
     server.requests.clear()
     server.truncate[url] = 1_200_000
     with pytest.raises(FetchError, match="incomplete"):
         fetch.fetch("office31", progress=False, retries=1)
-    assert [p for p in registry.download_dir("office31").rglob("*.part") if p.stat().st_size > 0]
+    assert [p for p in registry.download_dir(registry.get_dataset("office31")).rglob("*.part") if p.stat().st_size > 0]
     fetch.fetch("office31", progress=False)
     ranges = [r for u, r in server.requests if u == url]
     assert ranges[-1].startswith("bytes=") and int(ranges[-1][6:-1]) > 0
-    assert (registry.download_dir("office31") / arc.name).read_bytes() == data
-    assert not (registry.download_dir("office31") / ".partial").exists()
+    assert (registry.download_dir(registry.get_dataset("office31")) / arc.name).read_bytes() == data
+    assert not (registry.download_dir(registry.get_dataset("office31")) / ".partial").exists()
 
 
 def test_trickling_server_is_cut_by_the_deadline(server, isolated, tmp_path):
@@ -223,7 +225,7 @@ def test_size_limit(server, isolated, tmp_path, announced):
     limit = len(arc.read_bytes()) // 2
     with pytest.raises(FetchError, match=f"larger than the size limit of {limit:,} bytes"):
         fetch.fetch("office31", progress=False, max_size=limit)
-    assert not [p for p in registry.download_dir("office31").rglob("*") if p.is_file()]
+    assert not [p for p in registry.download_dir(registry.get_dataset("office31")).rglob("*") if p.is_file()]
     fetch.fetch("office31", progress=False)  # the declared size (2 x 80 MB) lets it through
 
 
@@ -241,7 +243,7 @@ def test_pinned_checksum_is_strict(server, isolated, tmp_path):
     with pytest.raises(FetchError, match=r"(?s)checksum mismatch for train\.tar.*expected sha256 0{64}"):
         fetch.fetch("visda2017", progress=False)
     _nothing_partial("visda2017")
-    assert not (registry.download_dir("visda2017") / "train.tar").exists()
+    assert not (registry.download_dir(registry.get_dataset("visda2017")) / "train.tar").exists()
 
 
 def test_corrupt_image_is_named_by_its_archive_member(server, isolated, tmp_path):
@@ -266,7 +268,7 @@ def test_missing_class_folder_is_named_by_its_archive_member(server, isolated, t
 def test_truncated_hand_placed_archive(isolated, tmp_path):
     isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
     (arc,) = build_packaging("office31", "original", tmp_path / "build", PER_CLASS)
-    dl = registry.download_dir("office31")
+    dl = registry.download_dir(registry.get_dataset("office31"))
     dl.mkdir(parents=True)
     (dl / arc.name).write_bytes(arc.read_bytes()[: len(arc.read_bytes()) // 2])
     with pytest.raises(FetchError, match=r"domain_adaptation_images\.tar\.gz is truncated or corrupt"):
@@ -277,8 +279,8 @@ def test_truncated_hand_placed_archive(isolated, tmp_path):
 def test_hand_placed_archive_of_any_name_needs_no_network(isolated, tmp_path):
     spec = isolated.use(small_spec("imageclef", PER_CLASS, lambda a: [f"{DEAD}/never-contacted"]))
     (arc,) = build_packaging("imageclef", "original", tmp_path, PER_CLASS)
-    registry.download_dir("imageclef").mkdir(parents=True)
-    shutil.copy(arc, registry.download_dir("imageclef") / "from-a-colleague.zip")
+    registry.download_dir(registry.get_dataset("imageclef")).mkdir(parents=True)
+    shutil.copy(arc, registry.download_dir(registry.get_dataset("imageclef")) / "from-a-colleague.zip")
     root = fetch.fetch("imageclef", progress=False)
     assert len(verify.scan_domain(spec, spec.domain("p"), root)) == 12 * PER_CLASS
     assert registry.read_lock("imageclef")["source"]["c"] == "placed by hand: from-a-colleague.zip"
@@ -287,7 +289,7 @@ def test_hand_placed_archive_of_any_name_needs_no_network(isolated, tmp_path):
 def test_hand_placed_folder_is_verified(isolated, tmp_path):
     isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
     (arc,) = build_packaging("office31", "original", tmp_path / "build", PER_CLASS, skip_class="mug")
-    shutil.unpack_archive(arc, registry.data_root("office31"))
+    shutil.unpack_archive(arc, registry.data_root(registry.get_dataset("office31")))
     with pytest.raises(FetchError, match=r"office31/amazon/images: missing class folder\(s\) mug"):
         fetch.fetch("office31", progress=False)
 
@@ -299,7 +301,8 @@ def test_no_network_error_is_one_clear_line_first(isolated):
         fetch.fetch("visda2017", retries=1, timeout=5, progress=False)
     first, *rest = str(err.value).splitlines()
     assert first.startswith("cannot fetch dataset 'visda2017': no source delivered domain(s) synthetic, real;")
-    assert str(registry.download_dir("visda2017")) in first and str(registry.data_root("visda2017")) in first
+    visda = registry.get_dataset("visda2017")
+    assert str(registry.download_dir(visda)) in first and str(registry.data_root(visda)) in first
     for text in (f"{DEAD}/a/train.tar", f"{DEAD}/b/train.tar", spec.archives[0].filename):
         assert text in "\n".join(rest)
     _nothing_partial("visda2017")
@@ -325,7 +328,7 @@ def test_cli_fetch_error_exit_status_and_flags(isolated, capsys):
 def test_hand_placed_domain_plus_download_of_the_rest(server, isolated, tmp_path):
     spec, (arc,) = _serve(server, isolated, tmp_path, "office31")
     shutil.unpack_archive(arc, tmp_path / "x")
-    root = registry.data_root("office31")
+    root = registry.data_root(registry.get_dataset("office31"))
     root.mkdir(parents=True)
     shutil.move(tmp_path / "x" / "amazon", root / "amazon")
     (root / "amazon" / "images" / "mug" / "extra.jpg").write_bytes(b"")  # one image too many
@@ -341,7 +344,7 @@ def test_hand_placed_domain_plus_download_of_the_rest(server, isolated, tmp_path
 
 def test_stale_staging_of_a_killed_fetch_is_removed(server, isolated, tmp_path):
     _serve(server, isolated, tmp_path, "office31")
-    root = registry.data_root("office31")
+    root = registry.data_root(registry.get_dataset("office31"))
     stale = root.parent / f".{root.name}.staging-killed"
     (stale / ".extract-0" / "amazon").mkdir(parents=True)
     fetch.fetch("office31", progress=False)
@@ -352,7 +355,7 @@ def test_one_fetch_at_a_time(server, isolated, tmp_path):
     import fcntl
 
     _serve(server, isolated, tmp_path, "office31")
-    root = registry.data_root("office31")
+    root = registry.data_root(registry.get_dataset("office31"))
     root.parent.mkdir(parents=True)
     with open(root.parent / f".{root.name}.fetch-lock", "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -382,12 +385,12 @@ def _members(path):
 
 def test_require_dataset_message(isolated):
     with pytest.raises(registry.DatasetMissingError) as err:
-        registry.require_dataset("officehome")
+        registry.require_dataset(registry.get_dataset("officehome"))
     msg = str(err.value)
     assert "python -m dmp data fetch officehome" in msg and "Real_World" in msg
-    assert str(registry.download_dir("officehome")) in msg
+    assert str(registry.download_dir(registry.get_dataset("officehome"))) in msg
     with pytest.raises(registry.DatasetMissingError, match="prepare officehome"):
-        registry.list_file("officehome", "Art", "partial")
+        registry.list_file(registry.get_dataset("officehome"), "Art", "partial")
 
 
 OFFICEHOME_TOTALS = {"Art": 2427, "Clipart": 4365, "Product": 4439, "Real_World": 4357}
@@ -405,9 +408,9 @@ def test_officehome_real_packagings_at_the_real_counts(isolated, tmp_path):
     assert {d.name: d.count for d in spec.domains} == OFFICEHOME_TOTALS
     lists = {}
     for packaging in ("original", "wjdcloud"):
-        shutil.rmtree(registry.data_root("officehome"), ignore_errors=True)
-        shutil.rmtree(registry.download_dir("officehome"), ignore_errors=True)
-        (arc,) = build_packaging("officehome", packaging, registry.download_dir("officehome"),
+        shutil.rmtree(registry.data_root(registry.get_dataset("officehome")), ignore_errors=True)
+        shutil.rmtree(registry.download_dir(registry.get_dataset("officehome")), ignore_errors=True)
+        (arc,) = build_packaging("officehome", packaging, registry.download_dir(registry.get_dataset("officehome")),
                                  totals=OFFICEHOME_TOTALS)
         with __import__("zipfile").ZipFile(arc) as zf:
             top = {n.split("/")[1] for n in zf.namelist() if n.count("/") > 1}
@@ -415,8 +418,8 @@ def test_officehome_real_packagings_at_the_real_counts(isolated, tmp_path):
         root = fetch.fetch("officehome", progress=False)
         splits.prepare("officehome", ["full", "partial"])
         lists[packaging] = {p.name: p.read_text() for p in sorted(registry.lists_dir("officehome").glob("*.txt"))}
-        assert {d: len(splits.read_list(registry.list_file("officehome", d))) for d in OFFICEHOME_TOTALS} == \
-            OFFICEHOME_TOTALS
+        spec = registry.get_dataset("officehome")
+        assert {d: len(splits.read_list(registry.list_file(spec, d))) for d in OFFICEHOME_TOTALS} == OFFICEHOME_TOTALS
         assert (root / "Real_World").is_dir()
     lock = registry.read_lock("officehome")
     assert set(lock["archives"]) == {"OfficeHomeDataset_10072016.zip", "OfficeHome.zip"}
@@ -491,7 +494,7 @@ def test_evidence_data_is_fetched_from_the_pinned_github_commits(internet, isola
     internet.files[oc10.archives[2].urls[0]] = internet.files[oc10.archives[2].urls[1]] = bytes(bad)
     with pytest.raises(FetchError, match=r"(?s)cannot fetch dataset 'office_caltech10'.*webcam.*checksum mismatch"):
         fetch.fetch("office_caltech10", progress=False, retries=1)
-    root = registry.data_root("office_caltech10")
+    root = registry.data_root(registry.get_dataset("office_caltech10"))
     assert root == registry.DATASETS_DIR / "office_caltech10" / "data" and not (root / "amazon.mat").exists()
     assert not list(root.parent.glob(".data.staging-*"))
     internet.files[oc10.archives[2].urls[0]] = files["webcam.mat"].read_bytes()
@@ -502,9 +505,9 @@ def test_evidence_data_is_fetched_from_the_pinned_github_commits(internet, isola
         assert cli.main(parser.parse_args(["data", "fetch", name, "--retries", "1"])) == 0
         assert cli.main(parser.parse_args(["data", "verify", name])) == 0
     assert sorted(p.name for p in root.iterdir()) == ["amazon.mat", "dslr.mat", "webcam.mat"]
-    x, y = splits.load_arrays("office_caltech10", "dslr")
+    x, y = splits.load_arrays(registry.get_dataset("office_caltech10"), "dslr")
     assert x.shape == (20, 1024) and y.tolist() == sorted(y.tolist()) and y.max() == 9
-    xs, ys = splits.load_arrays("mnist_usps", "mnist")
+    xs, ys = splits.load_arrays(registry.get_dataset("mnist_usps"), "mnist")
     assert xs.shape == (40, 1, 16, 16) and ys.tolist()[:11] == list(range(10)) + [0]
     got = {u.split("/")[2] for u, _ in internet.requests}
     assert got == {"raw.githubusercontent.com", "cdn.jsdelivr.net"}
@@ -519,7 +522,7 @@ def test_evidence_data_is_fetched_from_the_pinned_github_commits(internet, isola
 def test_the_shared_copy_is_used_where_present_and_matches_the_pins(monkeypatch):
     monkeypatch.delenv("DMP_DATA_DIR", raising=False)
     for name in ("office_caltech10", "mnist_usps"):
-        spec, root = registry.get_dataset(name), registry.data_root(name)
+        spec, root = registry.get_dataset(name), registry.data_root(registry.get_dataset(name))
         assert root == (registry.PROJECT / registry.SHARED_COPIES[name]).resolve()
         for a in spec.archives:
             assert fetch.sha256_file(root / a.filename) == a.sha256 and (root / a.filename).stat().st_size == a.size
@@ -535,7 +538,7 @@ def test_a_killed_fetch_leaves_nothing_the_next_fetch_keeps(isolated, tmp_path):
     import sys
 
     isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
-    (arc,) = build_packaging("office31", "original", registry.download_dir("office31"), PER_CLASS)
+    (arc,) = build_packaging("office31", "original", registry.download_dir(registry.get_dataset("office31")), PER_CLASS)
     ready = tmp_path / "extracting"
     child = subprocess.Popen([sys.executable, "-c", f"""
 import pathlib, time
@@ -561,7 +564,7 @@ fetch.fetch("office31", progress=False)
     finally:
         child.kill()
         child.wait()
-    root = registry.data_root("office31")
+    root = registry.data_root(registry.get_dataset("office31"))
     left = list(root.parent.glob(f".{root.name}.staging-*"))
     assert left and (left[0] / ".extract-0" / "amazon" / "part.jpg").is_file() and not root.exists()
     fetch.fetch("office31", progress=False)

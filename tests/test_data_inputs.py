@@ -23,9 +23,9 @@ def _demo(isolated, per_class=3):
     demo = registry.get_dataset("demo")
     isolated.use(dataclasses.replace(demo, images_per_class=per_class, domains=tuple(
         dataclasses.replace(d, count=per_class * 10) for d in demo.domains)))
-    generate(registry.data_root("demo"), per_class=per_class, progress=False)
+    generate(registry.data_root(registry.get_dataset("demo")), per_class=per_class, progress=False)
     splits.prepare("demo", ["full"])
-    return registry.list_file("demo", "solid")
+    return registry.list_file(registry.get_dataset("demo"), "solid")
 
 
 @pytest.mark.parametrize("label", ["-1", "10", "3.0", "2.5"])
@@ -71,7 +71,7 @@ def test_images_are_decoded_to_8_bit_rgb(tmp_path):
 
 def test_verify_images_catches_unreadable_images(isolated, capsys):
     _demo(isolated)
-    root = registry.data_root("demo")
+    root = registry.data_root(registry.get_dataset("demo"))
     bad = root / "noisy" / "images" / "star" / "star_0001.png"
     bad.write_bytes(bad.read_bytes()[:60])  # truncated
     parser = argparse.ArgumentParser()
@@ -100,8 +100,8 @@ def test_schedule_of_a_features_dataset_counts_its_rows(isolated, monkeypatch, c
     from the file's labels (it used to fail: "no image lists"); without the file, one line says what is missing."""
     data = _features(isolated, monkeypatch, np.zeros((120, 4), np.float32), np.arange(120) % 3,
                      extra="partial_classes: [0, 1]\n")
-    assert splits.split_size("feats", "src", "full") == 120
-    assert splits.split_size("feats", "tgt", "partial") == 80
+    assert splits.split_size(registry.get_dataset("feats"), "src", "full") == 120
+    assert splits.split_size(registry.get_dataset("feats"), "tgt", "partial") == 80
     with pytest.raises(SystemExit) as exc:
         dmp_main(["config", "--schedule", "dataset=feats", "source=src", "target=tgt", "batch_size=50"])
     assert exc.value.code == 0
@@ -109,19 +109,19 @@ def test_schedule_of_a_features_dataset_counts_its_rows(isolated, monkeypatch, c
     (data / "src.npz").unlink()
     with pytest.raises(ValueError, match=r"dataset 'feats' domain 'src': the size of split 'full' needs the data "
                                          r"file .*src\.npz.* or a declared `count`"):
-        splits.split_size("feats", "src", "full")
+        splits.split_size(registry.get_dataset("feats"), "src", "full")
 
 
 def test_float_labels_are_never_truncated(isolated, monkeypatch):
     _features(isolated, monkeypatch, np.zeros((3, 4), np.float32), np.array([0.0, 1.0, 2.5]))
     with pytest.raises(ValueError, match=r"src\.npz: labels 'y' must be integers; sample 2 has label 2\.5"):
-        splits.load_arrays("feats", "src")
+        splits.load_arrays(registry.get_dataset("feats"), "src")
 
 
 def test_a_label_below_zero_is_refused(isolated, monkeypatch):
     _features(isolated, monkeypatch, np.zeros((3, 4), np.float32), np.array([0, 1, 0]), extra="label_offset: -1\n")
     with pytest.raises(ValueError, match=r"src\.npz: labels \(after offset -1\) span -1\.\.0.*sample 0"):
-        splits.load_arrays("feats", "src")
+        splits.load_arrays(registry.get_dataset("feats"), "src")
 
 
 def test_labels_numbered_from_one_name_the_offset_to_set(isolated, monkeypatch):
@@ -129,10 +129,10 @@ def test_labels_numbered_from_one_name_the_offset_to_set(isolated, monkeypatch):
     ``label_offset`` fixes it; labels that are merely out of range get no such hint."""
     data = _features(isolated, monkeypatch, np.zeros((3, 4), np.float32), np.array([1, 2, 3]))
     with pytest.raises(ValueError, match=r"span 1\.\.3, expected 0\.\.2 .*numbered from 1\? set label_offset: -1"):
-        splits.load_arrays("feats", "src")
+        splits.load_arrays(registry.get_dataset("feats"), "src")
     np.savez(data / "src.npz", X=np.zeros((3, 4), np.float32), y=np.array([0, 1, 7]))
     with pytest.raises(ValueError) as exc:
-        splits.load_arrays("feats", "src")
+        splits.load_arrays(registry.get_dataset("feats"), "src")
     assert "label_offset" not in str(exc.value)
 
 
@@ -141,14 +141,14 @@ def test_features_must_be_finite_and_of_matching_dimensions(isolated, monkeypatc
     x[1, 2] = np.inf
     _features(isolated, monkeypatch, x, np.array([0, 1, 2]))
     with pytest.raises(ValueError, match=r"src\.npz: 'X' contains NaN or infinite values \(first in sample 1\)"):
-        splits.load_arrays("feats", "src")
+        splits.load_arrays(registry.get_dataset("feats"), "src")
 
 
 def test_an_empty_domain_is_named(isolated, monkeypatch):
     """An empty features domain is named (not numpy's "cannot reshape array of size 0")."""
     _features(isolated, monkeypatch, np.zeros((0, 4), np.float32), np.zeros(0, np.int64))
     with pytest.raises(ValueError, match=r"src\.npz: 'X' holds no samples \(domain 'src' is empty\); store its "):
-        splits.load_arrays("feats", "src")
+        splits.load_arrays(registry.get_dataset("feats"), "src")
 
 
 def test_source_and_target_dimensions_must_match(isolated, monkeypatch):
@@ -166,7 +166,7 @@ def test_declared_sample_shape_must_fit(isolated, monkeypatch):
         (registry.DATASETS_DIR / "feats" / "dataset.yaml").read_text().replace("kind: features", "kind: arrays"))
     with pytest.raises(ValueError, match=r"src\.npz: 'X' has 250 values per sample, the declared sample shape "
                                          r"\[1, 16, 16\] needs 256"):
-        splits.load_arrays("feats", "src")
+        splits.load_arrays(registry.get_dataset("feats"), "src")
 
 
 @pytest.mark.parametrize("out", ["../../escaped", "/tmp/escaped", "a/b", ".."])

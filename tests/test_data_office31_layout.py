@@ -78,7 +78,7 @@ def _lists() -> dict[str, str]:
 
 def _fresh() -> None:
     """A fresh clone and an empty data folder: no data, lists or lock."""
-    shutil.rmtree(registry.data_root("office31"), ignore_errors=True)
+    shutil.rmtree(registry.data_root(registry.get_dataset("office31")), ignore_errors=True)
     shutil.rmtree(registry.lists_dir("office31"), ignore_errors=True)
     registry.lock_path("office31").unlink(missing_ok=True)
 
@@ -88,7 +88,7 @@ def test_both_layouts_are_fetched_in_place_and_give_the_same_lists(isolated, cap
     results = {}
     for images_level in (False, True):
         _fresh()
-        root = registry.data_root("office31")
+        root = registry.data_root(registry.get_dataset("office31"))
         _place(root, images_level)
         before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
         assert _cli("fetch", "office31") == 0  # offline: the placed folders are used, no archive is looked for
@@ -114,7 +114,7 @@ def test_a_lock_and_lists_of_the_other_layout(isolated):
     """Lists committed from one layout, images placed in the other: verify says so in one line; after `prepare` the
     copy verifies against the same lock (its manifest names the files as the declared layout does)."""
     isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
-    root = registry.data_root("office31")
+    root = registry.data_root(registry.get_dataset("office31"))
     _place(root, images_level=False)
     assert _cli("fetch", "office31") == 0
     lock = registry.lock_path("office31").read_text()
@@ -138,26 +138,27 @@ def test_an_archive_fetched_after_lists_of_the_layout_without_images(isolated, t
     isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
     (arc,) = build_packaging("office31", "original", tmp_path / "build", PER_CLASS)
     shutil.unpack_archive(arc, tmp_path / "x")
-    root = registry.data_root("office31")
+    root = registry.data_root(registry.get_dataset("office31"))
     for d in DOMAINS:  # the same images, placed by hand without the images/ level
         shutil.move(tmp_path / "x" / d / "images", root / d)
     assert _cli("fetch", "office31") == 0
-    lists, lock, version = _lists(), registry.lock_path("office31").read_text(), registry.dataset_version("office31")
+    spec = registry.get_dataset("office31")
+    lists, lock, version = _lists(), registry.lock_path("office31").read_text(), registry.dataset_version(spec)
     shutil.rmtree(root)  # a colleague's clone: the lists and the lock committed, no data; the archive by hand
-    registry.download_dir("office31").mkdir(parents=True)
-    shutil.copy(arc, registry.download_dir("office31") / arc.name)
+    registry.download_dir(registry.get_dataset("office31")).mkdir(parents=True)
+    shutil.copy(arc, registry.download_dir(registry.get_dataset("office31")) / arc.name)
     fetch.fetch("office31", progress=False)
     assert (root / "amazon" / "back_pack" / "frame_0001.jpg").is_file() and not (root / "amazon" / "images").exists()
     verify.verify("office31", verify_images=True)
-    assert _lists() == lists and registry.dataset_version("office31", content=True)
-    assert registry.dataset_version("office31") == version
+    assert _lists() == lists and registry.dataset_version(registry.get_dataset("office31"), content=True)
+    assert registry.dataset_version(registry.get_dataset("office31")) == version
     assert json.loads(registry.lock_path("office31").read_text())["manifest"] == json.loads(lock)["manifest"]
 
 
 @pytest.mark.parametrize("images_level", [False, True])
 def test_a_wrong_count_is_refused_naming_the_domain(isolated, images_level):
     isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
-    root = registry.data_root("office31")
+    root = registry.data_root(registry.get_dataset("office31"))
     _place(root, images_level)
     extra = root / "dslr" / ("images" if images_level else "") / "mug" / "frame_0099.jpg"
     extra.write_bytes(tiny_image(7))
@@ -172,7 +173,7 @@ def test_a_wrong_count_is_refused_naming_the_domain(isolated, images_level):
 
 def test_a_misnamed_class_folder_is_named(isolated):
     isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
-    root = registry.data_root("office31")
+    root = registry.data_root(registry.get_dataset("office31"))
     _place(root, images_level=False)
     (root / "webcam" / "mug").rename(root / "webcam" / "Mug")
     with pytest.raises(FetchError, match=r"office31/webcam: missing class folder\(s\) mug; unknown class folder\(s\) "
@@ -188,7 +189,7 @@ def test_nothing_found_names_both_layouts(isolated):
     assert first.startswith("cannot fetch dataset 'office31': no source delivered domain(s) amazon, dslr, webcam;")
     assert "amazon/images/<class>/ or amazon/<class>/" in first and "webcam/images/<class>/ or webcam/<class>/" in first
     with pytest.raises(registry.DatasetMissingError, match=r"amazon/images/<class>/ or amazon/<class>/"):
-        registry.require_dataset("office31")
+        registry.require_dataset(registry.get_dataset("office31"))
 
 
 @pytest.mark.shared_data
@@ -207,7 +208,7 @@ def test_the_real_images_without_images_level(isolated, tmp_path, monkeypatch, c
     lock = registry.read_lock("office31")
     assert {d: sum(c.values()) for d, c in lock["counts"].items()} == {"amazon": 2817, "dslr": 498, "webcam": 795}
     for d in DOMAINS:
-        full = registry.list_file("office31", d).read_text().splitlines()
+        full = registry.list_file(registry.get_dataset("office31"), d).read_text().splitlines()
         assert full == _published(d, prefix="")  # the published list, without the images/ level
         assert {int(line.rsplit(" ", 1)[1]) for line in full} == set(range(31))
     assert not list(data.glob(".office31.staging-*"))

@@ -51,31 +51,31 @@ def test_unknown_dataset_lists_known_names():
 
 def test_data_root_default_and_env(monkeypatch, tmp_path):
     monkeypatch.delenv("DMP_DATA_DIR", raising=False)
-    assert registry.data_root("office31") == registry.PROJECT / "datasets" / "office31" / "data"
+    assert registry.data_root(registry.get_dataset("office31")) == registry.PROJECT / "datasets" / "office31" / "data"
     shared = (registry.PROJECT / "../shared/data/mnist_usps").resolve()
     local = registry.dataset_dir("mnist_usps") / "data"
     # a read-only copy beside the checkout is used where there is one and nothing was fetched; else the normal root
     want = shared if shared.is_dir() and not local.exists() else local
-    assert registry.data_root("mnist_usps") == want
+    assert registry.data_root(registry.get_dataset("mnist_usps")) == want
     monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path))
-    assert registry.data_root("office31") == tmp_path / "office31"
-    assert registry.download_dir("office31") == tmp_path / "downloads" / "office31"
+    assert registry.data_root(registry.get_dataset("office31")) == tmp_path / "office31"
+    assert registry.download_dir(registry.get_dataset("office31")) == tmp_path / "downloads" / "office31"
 
 
 def test_dataset_version_tracks_lists_and_content_not_packaging(isolated):
-    v0 = registry.dataset_version("office31")
+    v0 = registry.dataset_version(registry.get_dataset("office31"))
     splits.write_list(registry.lists_dir("office31") / "amazon_full.txt", [("amazon/images/mug/a.jpg", 17)])
-    v1 = registry.dataset_version("office31")
+    v1 = registry.dataset_version(registry.get_dataset("office31"))
     lock = {"archives": {"amazon.tgz": {"sha256": "ab"}}, "counts": {"amazon": {"mug": 1}}}
     registry.write_lock("office31", lock)
-    v2 = registry.dataset_version("office31")
+    v2 = registry.dataset_version(registry.get_dataset("office31"))
     lock["archives"]["OFFICE31.zip"] = {"sha256": "cd"}  # another packaging of the same content
     registry.write_lock("office31", lock)
-    assert registry.dataset_version("office31") == v2
+    assert registry.dataset_version(registry.get_dataset("office31")) == v2
     registry.write_lock("office31", {**lock, "manifest": {"amazon": "f" * 64}})
-    v3 = registry.dataset_version("office31")
+    v3 = registry.dataset_version(registry.get_dataset("office31"))
     assert len({v0, v1, v2, v3}) == 4 and all(len(v) == 12 for v in (v0, v1, v2, v3))
-    assert v3 == registry.dataset_version("office31")
+    assert v3 == registry.dataset_version(registry.get_dataset("office31"))
 
 
 def test_no_dataset_depends_on_one_host():
@@ -137,14 +137,14 @@ def test_bring_your_own_features(isolated, monkeypatch, fmt):
     assert "myfeats" in registry.dataset_names()
     spec = registry.get_dataset("myfeats")
     assert spec.kind == "features" and spec.classes == ("a", "b", "c")
-    x, y = splits.load_arrays("myfeats", "src")
+    x, y = splits.load_arrays(registry.get_dataset("myfeats"), "src")
     assert x.shape == (12, 5) and x.dtype == np.float32 and y.dtype == np.int64
     assert y.tolist() == [0, 1, 2] * 4
-    xp, yp = splits.load_arrays("myfeats", "tgt", "partial")
+    xp, yp = splits.load_arrays(registry.get_dataset("myfeats"), "tgt", "partial")
     assert set(yp.tolist()) == {0, 1} and len(xp) == 6
-    assert len(registry.dataset_version("myfeats")) == 12
+    assert len(registry.dataset_version(registry.get_dataset("myfeats"))) == 12
     with pytest.raises(ValueError, match="no image lists"):
-        registry.list_file("myfeats", "src")
+        registry.list_file(registry.get_dataset("myfeats"), "src")
 
 
 def test_features_errors_name_the_file(isolated, monkeypatch):
@@ -153,13 +153,13 @@ def test_features_errors_name_the_file(isolated, monkeypatch):
     _write_user_dataset(root, "npz")
     np.savez(root / "data" / "src.npz", feats=np.full((2, 5), np.nan, np.float32), labels=np.array([1, 2]))
     with pytest.raises(ValueError, match=r"src\.npz.*NaN"):
-        splits.load_arrays("bad", "src")
+        splits.load_arrays(registry.get_dataset("bad"), "src")
     np.savez(root / "data" / "src.npz", feats=np.zeros((2, 5), np.float32), labels=np.array([1, 7]))
     with pytest.raises(ValueError, match=r"src\.npz: labels .* span 0..6, expected 0..2"):
-        splits.load_arrays("bad", "src")
+        splits.load_arrays(registry.get_dataset("bad"), "src")
     (root / "data" / "tgt.npz").unlink()
     with pytest.raises(registry.DatasetMissingError, match=r"tgt\.npz"):
-        splits.load_arrays("bad", "tgt")
+        splits.load_arrays(registry.get_dataset("bad"), "tgt")
     (root / "dataset.yaml").write_text("kind: features\nclasses: [a]\n")
     with pytest.raises(ValueError, match="dataset.yaml: missing or malformed key 'domains'"):
         registry.get_dataset("bad")
@@ -172,10 +172,10 @@ def _sha(path):
 @pytest.mark.skipif(not (SHARED / "office_caltech10_googlenet").is_dir(), reason="../shared/data not present")
 def test_shared_office_caltech10_features(monkeypatch):
     monkeypatch.delenv("DMP_DATA_DIR", raising=False)
-    root = registry.data_root("office_caltech10")
+    root = registry.data_root(registry.get_dataset("office_caltech10"))
     assert _sha(root / "dslr.mat") == "5f7c6211581f846b7b5534429fb62bfb7e490e88aacfc8bee97eb0b0224dbd89"
     for d, n in (("amazon", 958), ("dslr", 157), ("webcam", 295)):
-        x, y = splits.load_arrays("office_caltech10", d)
+        x, y = splits.load_arrays(registry.get_dataset("office_caltech10"), d)
         assert x.shape == (n, 1024) and (x >= 0).all()
         assert sorted(set(y.tolist())) == list(range(10)) and (np.diff(y) >= 0).all()  # sorted by label
 
@@ -185,11 +185,11 @@ def test_shared_mnist_usps_arrays(monkeypatch):
     import h5py
 
     monkeypatch.delenv("DMP_DATA_DIR", raising=False)
-    xs, ys = splits.load_arrays("mnist_usps", "mnist")
-    xt, yt = splits.load_arrays("mnist_usps", "usps", "n10")
+    xs, ys = splits.load_arrays(registry.get_dataset("mnist_usps"), "mnist")
+    xt, yt = splits.load_arrays(registry.get_dataset("mnist_usps"), "usps", "n10")
     assert xs.shape == (2000, 1, 16, 16) and xt.shape == (100, 1, 16, 16)
     assert np.bincount(yt).tolist() == [10] * 10 and ys.min() == 0 and ys.max() == 9
-    with h5py.File(registry.data_root("mnist_usps") / "MNIST_vs_USPS.mat", "r") as f:
+    with h5py.File(registry.data_root(registry.get_dataset("mnist_usps")) / "MNIST_vs_USPS.mat", "r") as f:
         row = np.asarray(f["Xs"])[0]
         assert np.allclose(xs[0, 0], row.reshape(16, 16).T) and ys[0] == int(np.asarray(f["Ys"])[0, 0]) - 1
 
@@ -300,20 +300,20 @@ def test_a_runs_version_covers_only_the_lists_it_reads(isolated):
     suite = suite_lib.Suite(yaml.safe_load((registry.PROJECT / "config" / "demo.yaml").read_text()))
     runs = suite.all_runs()
     suite_lib._data_version.cache_clear()
-    before = ({r: suite.signature(r) for r in runs}, registry.dataset_version("demo"),
-              registry.dataset_version("demo", run_lists))
+    before = ({r: suite.signature(r) for r in runs}, registry.dataset_version(registry.get_dataset("demo")),
+              registry.dataset_version(registry.get_dataset("demo"), run_lists))
     splits.prepare("demo", ["n20"])
-    assert registry.list_file("demo", "solid", "n20").is_file()
+    assert registry.list_file(registry.get_dataset("demo"), "solid", "n20").is_file()
     suite_lib._data_version.cache_clear()
-    after = ({r: suite.signature(r) for r in runs}, registry.dataset_version("demo"),
-             registry.dataset_version("demo", run_lists))
+    after = ({r: suite.signature(r) for r in runs}, registry.dataset_version(registry.get_dataset("demo")),
+             registry.dataset_version(registry.get_dataset("demo"), run_lists))
     assert runs and after[0] == before[0]  # nothing retrains
     assert after[2] == before[2] and after[1] != before[1]
     # a list the run reads does change its version and its signature
-    path = registry.list_file("demo", "outline", "n10")
+    path = registry.list_file(registry.get_dataset("demo"), "outline", "n10")
     path.write_text(path.read_text().replace(" 3\n", " 4\n", 1))
     suite_lib._data_version.cache_clear()
-    assert registry.dataset_version("demo", run_lists) != before[2]
+    assert registry.dataset_version(registry.get_dataset("demo"), run_lists) != before[2]
     changed = [r for r in runs if suite.signature(r) != before[0][r]]
     assert changed and all("outline" in suite.run_config(r).values() for r in changed)
 
@@ -333,7 +333,7 @@ def test_images_replaced_in_place_change_the_version_and_fail_verify(isolated):
     from dmp.data.inputs import build_task
 
     _demo_copy(isolated)
-    root = generate(registry.data_root("demo"), progress=False)
+    root = generate(registry.data_root(registry.get_dataset("demo")), progress=False)
     verify.verify("demo", progress=False)
     cfg = resolve({"dataset": "demo", "source": "solid", "target": "outline"})
     version = build_task(cfg).dataset_version
@@ -360,8 +360,8 @@ def test_verify_compares_the_locked_manifest_without_decoding(isolated, tmp_path
 
     isolated.use(small_spec("office31", 2, lambda a: [f"{DEAD}/{a.filename}"]))
     (arc,) = build_packaging("office31", "wjdcloud", tmp_path / "build", 2)
-    registry.download_dir("office31").mkdir(parents=True)
-    shutil.copy(arc, registry.download_dir("office31"))
+    registry.download_dir(registry.get_dataset("office31")).mkdir(parents=True)
+    shutil.copy(arc, registry.download_dir(registry.get_dataset("office31")))
     root = fetch.fetch("office31", progress=False)
     verify.verify("office31", progress=False)
     _black_png(next((root / "dslr").rglob("*.jpg")))
@@ -380,7 +380,7 @@ def test_resume_on_images_replaced_in_place_is_refused(isolated, tmp_path):
     from dmp.train import train
 
     _demo_copy(isolated)
-    root = generate(registry.data_root("demo"), progress=False)
+    root = generate(registry.data_root(registry.get_dataset("demo")), progress=False)
     cfg = dict(dataset="demo", source="solid", target="outline", backbone="smallcnn", pretrained=False,
                bottleneck_dims=[32, 16], batch_size=8, iterations=4, checkpoint_every=2, log_every=2,
                eval_batch_size=64, threads=1, intra_start=2)

@@ -88,7 +88,7 @@ def test_unknown_split_name():
     with pytest.raises(ValueError, match="unknown split 'half'"):
         splits.derive(_full(spec, 1), "half", spec)
     with pytest.raises(ValueError, match="unknown split"):
-        registry.list_file("office31", "amazon", "half")
+        registry.list_file(registry.get_dataset("office31"), "amazon", "half")
 
 
 def test_prepare_from_committed_full_lists(isolated):
@@ -99,13 +99,13 @@ def test_prepare_from_committed_full_lists(isolated):
                           [(f"{d.folder}/{p}", lab) for p, lab in _full(spec, 2)])
     written = splits.prepare("office31")
     assert len(written) == 3 * len(spec.splits) == 3 * 24
-    part = splits.read_list(registry.list_file("office31", "webcam", "partial"))
+    part = splits.read_list(registry.list_file(registry.get_dataset("office31"), "webcam", "partial"))
     assert len(part) == 20 and all(p.startswith("webcam/images/") for p, _ in part)
-    assert registry.list_file("office31", "W", "first17").is_file()  # paper letters work too
+    assert registry.list_file(registry.get_dataset("office31"), "W", "first17").is_file()  # paper letters work too
     with pytest.raises(registry.DatasetMissingError, match="--splits first5"):
-        registry.list_file("office31", "amazon", "first5")
+        registry.list_file(registry.get_dataset("office31"), "amazon", "first5")
     splits.prepare("office31", ["first5"])
-    assert len(splits.read_list(registry.list_file("office31", "amazon", "first5"))) == 10
+    assert len(splits.read_list(registry.list_file(registry.get_dataset("office31"), "amazon", "first5"))) == 10
 
 
 def test_a_path_listed_twice_is_refused(tmp_path):
@@ -138,7 +138,7 @@ def test_empty_per_class_split_is_refused(isolated, capsys):
     with pytest.raises(ValueError, match="split 'n0': K must be at least 1"):
         splits.prepare("office31", ["n2", "n0"])
     with pytest.raises(ValueError, match="unknown split 'n0'"):
-        registry.list_file("office31", "amazon", "n0")
+        registry.list_file(registry.get_dataset("office31"), "amazon", "n0")
     parser = argparse.ArgumentParser()
     cli.add_subparsers(parser.add_subparsers(dest="command"))
     with pytest.raises(SystemExit) as code:

@@ -133,9 +133,9 @@ def test_listed_classes_and_partial_classes_by_name(user):
     assert spec.classes == ("cat", "dog", "The_Eiffel_Tower") and spec.partial_classes == (1,)
     assert spec.splits == ("full", "partial")
     assert _data("fetch", "folders") == 0
-    partial = registry.read_list(registry.list_file("folders", "sketch", "partial"))
+    partial = registry.read_list(registry.list_file(registry.get_dataset("folders"), "sketch", "partial"))
     assert [lab for _, lab in partial] == [1] * 5
-    full = registry.read_list(registry.list_file("folders", "photo"))
+    full = registry.read_list(registry.list_file(registry.get_dataset("folders"), "photo"))
     assert np.bincount([lab for _, lab in full]).tolist() == [4, 2, 3]
 
 
@@ -326,7 +326,8 @@ def test_eval_lists_adapt_on_the_train_lists_and_score_the_test_lists(user):
     task = build_task(cfg)
     parts = (task.source_train, task.source_eval, task.target_train, task.target_eval)
     assert [len(p) for p in parts] == [5, 5, 5, 3]
-    assert splits.split_size("dn", "c", "full") == 5  # `config --schedule`: the epoch of the images trained on
+    # `config --schedule`: the epoch of the images trained on
+    assert splits.split_size(registry.get_dataset("dn"), "c", "full") == 5
     assert sorted(task.target_eval.labels.tolist()) == [0, 1, 2]
     assert task.scored == {"domain": "real", "split": "full", "part": "eval", "list": "lists/eval/real_full.txt"}
     # the input cache holds each domain whole; each part reads its own rows of it: the same images, the same batches
@@ -350,9 +351,10 @@ def test_eval_lists_adapt_on_the_train_lists_and_score_the_test_lists(user):
     assert metrics["target_eval"] == {**task.scored, "count": 3}
     assert round(metrics["accuracy"] * 3, 6) == round(metrics["accuracy"] * 3)  # a fraction of the 3 scored images
     # the run's version covers the list it scores: another test list, another version
-    before = registry.dataset_version("dn", list(splits.run_lists("dn", "c", "full", "r", "full").values()))
+    spec = registry.get_dataset("dn")
+    before = registry.dataset_version(spec, list(splits.run_lists(spec, "c", "full", "r", "full").values()))
     (folder / "lists" / "eval" / "real_full.txt").write_text("real/zebra/real_2_0.jpg 2\n")
-    assert registry.dataset_version("dn", list(splits.run_lists("dn", "c", "full", "r", "full").values())) != before
+    assert registry.dataset_version(spec, list(splits.run_lists(spec, "c", "full", "r", "full").values())) != before
     # without eval_lists: the paper's protocol, scored on the 8 images adapted on
     user.declare("lists", LISTS_YAML, make_lists)
     assert _data("fetch", "lists") == 0
@@ -379,7 +381,7 @@ def test_extract_features_of_a_user_dataset_is_declared_beside_it(user, monkeypa
     assert (user.declarations / "lists_tiny" / "dataset.yaml").is_file()
     spec = registry.get_dataset("lists_tiny")
     assert spec.kind == "features" and spec.classes == LIST_CLASSES
-    x, y = splits.load_arrays("lists_tiny", "real")
+    x, y = splits.load_arrays(registry.get_dataset("lists_tiny"), "real")
     assert x.shape == (8, 4) and np.bincount(y).tolist() == [2, 3, 3]
 
 

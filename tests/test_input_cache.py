@@ -28,12 +28,13 @@ def _demo(isolated, per_class=3, odd_sizes=True):
     demo = registry.get_dataset("demo")
     isolated.use(dataclasses.replace(demo, images_per_class=per_class, domains=tuple(
         dataclasses.replace(d, count=per_class * 10) for d in demo.domains)))
-    root = registry.data_root("demo")
+    root = registry.data_root(registry.get_dataset("demo"))
     generate(root, per_class=per_class, progress=False)
     splits.prepare("demo", ["full", "partial"])
     if odd_sizes:
         rng = np.random.default_rng(0)
-        for k, (rel, _) in enumerate(registry.read_list(registry.list_file("demo", "solid"))[::4]):
+        solid = registry.read_list(registry.list_file(registry.get_dataset("demo"), "solid"))
+        for k, (rel, _) in enumerate(solid[::4]):
             h, w = 17 + 11 * k, 40 - 3 * k
             Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(root / rel, format="JPEG")
     return root
@@ -103,14 +104,14 @@ def test_missing_and_stale_caches_are_refused_in_one_line(isolated):
         build_task(_cfg(input_cache=True))
     _cache(_cfg())
     build_task(_cfg(input_cache=True))
-    rel = registry.read_list(registry.list_file("demo", "outline"))[3][0]
+    rel = registry.read_list(registry.list_file(registry.get_dataset("demo"), "outline"))[3][0]
     Image.new("RGB", (9, 9), (1, 2, 3)).save(root / rel, format="PNG")  # an image replaced in place
     with pytest.raises(ValueError, match=r"outline\.json: stale input cache \(its content_version differ") as err:
         build_task(_cfg(input_cache=True))
     assert "\n" not in str(err.value)
     cache.build("demo", "outline", 24, progress=False)
     build_task(_cfg(input_cache=True))
-    lst = registry.list_file("demo", "solid")
+    lst = registry.list_file(registry.get_dataset("demo"), "solid")
     lst.write_text("".join(lst.read_text().splitlines(True)[1:]))  # the list changed
     with pytest.raises(ValueError, match=r"solid\.json: stale input cache \(its version, content_version, list_sha256"):
         build_task(_cfg(input_cache=True))
@@ -128,7 +129,8 @@ def test_the_cli_writes_the_cache_atomically_beside_the_data(isolated, capsys):
     assert isinstance(pixels, np.memmap) and pixels.shape == (30, 3, 12, 12) and pixels.dtype == np.uint8
     assert meta["size"] == 12 and len(meta["paths"]) == 30 and meta["labels"][:3] == [0, 0, 0]
     # the pixels are the PIL resize of the decoded image
-    first = Image.open(registry.data_root("demo") / meta["paths"][0]).convert("RGB").resize((12, 12), Image.BILINEAR)
+    first = Image.open(registry.data_root(registry.get_dataset("demo")) / meta["paths"][0]).convert("RGB")
+    first = first.resize((12, 12), Image.BILINEAR)
     assert np.array_equal(pixels[0], np.asarray(first).transpose(2, 0, 1))
     with pytest.raises(SystemExit):
         dmp_main(["data", "cache", "demo", "--domains", "nowhere"])
@@ -178,7 +180,7 @@ def test_train_jobs_with_the_cache_depend_on_the_cache_of_their_domains(tmp_path
     assert "input_cache_office31" not in out[False]
     caches = set(re.findall(r"output: (\S+)/256/(\w+)\.npy, \1/256/\2\.json", out[True]))
     assert {d for _, d in caches} == {"amazon", "dslr", "webcam"}
-    folder = os.path.relpath(cache.cache_root("office31"), root)
+    folder = os.path.relpath(cache.cache_root(registry.get_dataset("office31")), root)
     assert {f for f, _ in caches} == {folder}
     trains = [b for b in out[True].split("\nrule ")[1:] if b.startswith("train:")]
     assert len(trains) == 18

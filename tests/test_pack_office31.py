@@ -51,9 +51,9 @@ def test_pack_keeps_files_and_labels_at_256_px(packed):
         (d.name, d.short, len(office31.classes) * PER_CLASS) for d in office31.domains]
     for d in office31.domains:
         original = sorted((rel.replace("/images/", "/"), label) for rel, label in verify.scan_domain(office31, d, src))
-        listed = registry.read_list(registry.list_file("office31_256", d.name, "full"))
+        listed = registry.read_list(registry.list_file(registry.get_dataset("office31_256"), d.name, "full"))
         assert sorted(listed) == original
-        partial = registry.read_list(registry.list_file("office31_256", d.name, "partial"))
+        partial = registry.read_list(registry.list_file(registry.get_dataset("office31_256"), d.name, "partial"))
         assert sorted(partial) == [e for e in original if e[1] in office31.partial_classes]
         for rel, _ in listed:
             img = open_rgb(out / "data" / rel)
@@ -74,7 +74,7 @@ def test_pack_declaration_is_accepted_verified_and_gets_office31_preset(packed):
     assert meta["packed_from"] == '"office31"' and meta["size"] == "256" and float(meta["pixel_mad"]) >= 0
     counts = verify.verify("office31_256")  # the lock written by the pack's fetch holds
     assert {d: sum(c.values()) for d, c in counts.items()} == {d: 31 * PER_CLASS for d in DOMAINS}
-    assert (out / "lock.json").is_file() and registry.dataset_version("office31_256")
+    assert (out / "lock.json").is_file() and registry.dataset_version(registry.get_dataset("office31_256"))
     base = dict(source="amazon", target="webcam", backbone="efficientnet_lite0")
     a, b = resolve(dict(base, dataset="office31")), resolve(dict(base, dataset="office31_256"))
     assert {k for k in a if a[k] != b[k]} == {"dataset"}  # benchmarks/gpu_office31.sh then passes no preset key

@@ -155,7 +155,7 @@ def _cached_demo(isolated):
     _demo(isolated, odd_sizes=False)
     for d in ("solid", "outline"):
         cache.build("demo", d, 24, progress=False)
-    return _cfg(resize=24, crop=20, input_cache=True), *cache.cache_paths("demo", "solid", 24)
+    return _cfg(resize=24, crop=20, input_cache=True), *cache.cache_paths(registry.get_dataset("demo"), "solid", 24)
 
 
 def _zero_pixels(npy):
@@ -247,7 +247,7 @@ def test_a_symlinked_sub_folder_of_a_class_folder_is_read(user):
     make_folders(user.path / "elsewhere", {"more": {"x": 4}})
     (root / "sketch" / "cat" / "linked").symlink_to(user.path / "elsewhere" / "more" / "x", target_is_directory=True)
     assert _data("fetch", "folders") == 0
-    listed = registry.read_list(registry.list_file("folders", "sketch"))
+    listed = registry.read_list(registry.list_file(registry.get_dataset("folders"), "sketch"))
     assert sum(rel.startswith("sketch/cat/") for rel, _ in listed) == 3 + 4
 
 

@@ -87,7 +87,7 @@ def test_every_paper_preset_warms_up_before_half_of_training_and_refreshes_ancho
     bad = []
     for user, label in paper_grid():
         cfg = resolve(user)
-        n_source = split_size(cfg["dataset"], cfg["source"], cfg["source_split"])
+        n_source = split_size(get_dataset(cfg["dataset"]), cfg["source"], cfg["source_split"])
         sched = schedule(cfg, n_source)
         if not sched["intra_start_iteration"] < sched["iterations"] / 2:
             bad.append(f"{label}: intra-class term starts at {sched['intra_start_iteration']} of "
@@ -99,7 +99,7 @@ def test_every_paper_preset_warms_up_before_half_of_training_and_refreshes_ancho
 
 def test_sample_size_splits_are_k_images_per_class_without_data():
     for k in (10, 30, 50):
-        assert split_size("imageclef", "i", f"n{k}") == 12 * k
+        assert split_size(get_dataset("imageclef"), "i", f"n{k}") == 12 * k
     # n10 on ImageCLEF: 120 source images, batch 50 -> 3 iterations per epoch, 120 iterations in all
     sched = schedule(resolve(dict(dataset="imageclef", source="i", target="p", source_split="n10")), 120)
     assert (sched["iterations_per_epoch"], sched["iterations"], sched["intra_start_iteration"]) == (3, 120, 45)

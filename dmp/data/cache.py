@@ -25,28 +25,29 @@ import numpy as np
 
 from ..io import atomic_write, write_json
 from . import registry
+from .spec import DatasetSpec
 
 
 MAX_SIZE = 4096  # px: 48 MiB per cached image; the paper resizes to 256
 
 
-def cache_root(name: str, data_dir: str | None = None) -> Path:
+def cache_root(spec: DatasetSpec, data_dir: str | None = None) -> Path:
     """``.<data folder name>.cache`` beside the dataset's data folder (:func:`registry.data_root`; ``data_dir``:
     that of a process whose DMP_DATA_DIR is ``data_dir``, e.g. a Snakemake job's)."""
-    root = Path(data_dir).expanduser().resolve() / name if data_dir else registry.data_root(name)
+    root = Path(data_dir).expanduser().resolve() / spec.name if data_dir else registry.data_root(spec)
     return root.parent / f".{root.name}.cache"
 
 
-def cache_paths(name: str, domain: str, size: int) -> tuple[Path, Path]:
-    """``(pixels .npy, index .json)`` of one domain at ``size`` px."""
-    npy, index = cache_files(name, registry.get_dataset(name).domain(domain).name, int(size))
+def cache_paths(spec: DatasetSpec, domain: str, size: int) -> tuple[Path, Path]:
+    """``(pixels .npy, index .json)`` of one domain (its name or paper letter) at ``size`` px."""
+    npy, index = cache_files(spec, spec.domain(domain).name, int(size))
     return npy, index
 
 
-def cache_files(name: str, domain: str, size, data_dir: str | None = None) -> list[Path]:
+def cache_files(spec: DatasetSpec, domain: str, size, data_dir: str | None = None) -> list[Path]:
     """``[pixels .npy, index .json]`` of domain ``domain`` (its registry name, or a Snakemake wildcard) at ``size``
     px, as a process with DMP_DATA_DIR = ``data_dir`` sees them (workflow/rules/data.smk)."""
-    folder = cache_root(name, data_dir) / str(size)
+    folder = cache_root(spec, data_dir) / str(size)
     return [folder / f"{domain}.npy", folder / f"{domain}.json"]
 
 
@@ -55,25 +56,27 @@ def run_inputs(cfg: dict, data_dir: str | None = None) -> list[Path]:
     ``input_cache`` is on, else none (the train rule's inputs)."""
     if not cfg["input_cache"]:
         return []
-    return [cache_files(cfg["dataset"], d, cfg["resize"], data_dir)[1] for d in (cfg["source"], cfg["target"])]
+    spec = registry.get_dataset(cfg["dataset"])
+    return [cache_files(spec, d, cfg["resize"], data_dir)[1] for d in (cfg["source"], cfg["target"])]
 
 
-def image_datasets() -> list[str]:
+def image_datasets() -> list[DatasetSpec]:
     """The registered image datasets (a broken user declaration left out: its runs stop with the registry's
     error)."""
-    names = []
+    specs = []
     for name in registry.dataset_names():
         try:
-            names += [name] if registry.get_dataset(name).kind == "images" else []
+            spec = registry.get_dataset(name)
         except ValueError:
-            pass
-    return names
+            continue
+        specs += [spec] if spec.kind == "images" else []
+    return specs
 
 
-def _versions(name: str, domain: str) -> dict:
-    lst = registry.list_file(name, domain, "full")
-    return {"version": registry.dataset_version(name, [(domain, "full")]),
-            "content_version": registry.dataset_version(name, [(domain, "full")], True),
+def _versions(spec: DatasetSpec, domain: str) -> dict:
+    lst = registry.list_file(spec, domain, "full")
+    return {"version": registry.dataset_version(spec, [(domain, "full")]),
+            "content_version": registry.dataset_version(spec, [(domain, "full")], True),
             "list_sha256": hashlib.sha256(lst.read_bytes()).hexdigest()}
 
 
@@ -128,16 +131,17 @@ def _stamp(path: Path) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
-def _problem(name: str, domain: str, size: int, meta: dict, pixels: Path, versions: dict | None = None) -> str | None:
+def _problem(spec: DatasetSpec, domain: str, size: int, meta: dict, pixels: Path,
+             versions: dict | None = None) -> str | None:
     """Why the cache ``pixels`` with index ``meta`` is not the one of the data in place (None if it is): built from
     another list or other image bytes or at another size (stale), its index's paths or labels not the list's, or its
     pixels file written, truncated or replaced since the index recorded it."""
-    now = versions or _versions(name, domain)
+    now = versions or _versions(spec, domain)
     stale = [k for k, v in now.items() if meta.get(k) != v] + (["size"] if meta.get("size") != size else [])
     if stale:
         return (f"stale input cache (its {', '.join(stale)} differ from the data in place: the list or the images "
                 f"changed since it was built)")
-    entries = registry.read_list(registry.list_file(name, domain, "full"))
+    entries = registry.read_list(registry.list_file(spec, domain, "full"))
     if meta.get("paths") != [p for p, _ in entries] or meta.get("labels") != [lab for _, lab in entries]:
         return "its index's paths or labels are not those of the list it was built from (edited)"
     if not pixels.is_file() or meta.get("pixels_stamp") != _stamp(pixels):
@@ -155,11 +159,11 @@ def build(name: str, domain: str, size: int = 256, workers: int = 0, progress: b
     size = int(size)
     if not 1 <= size <= MAX_SIZE:  # bounded before any image is decoded or any file is sized
         raise ValueError(f"--resize {size}: a size is a number of pixels in 1..{MAX_SIZE}")
-    pixels, index = cache_paths(name, domain, size)
-    root = registry.require_dataset(name)
-    lst = registry.list_file(name, domain, "full")
+    pixels, index = cache_paths(spec, domain, size)
+    root = registry.require_dataset(spec)
+    lst = registry.list_file(spec, domain, "full")
     entries = registry.read_list(lst, len(spec.classes) or None)
-    versions = _versions(name, domain)
+    versions = _versions(spec, domain)
     from ..run_lock import RunFolderBusy, run_lock
     try:
         with run_lock(pixels.parent.parent / ".locks" / f"{size}_{pixels.stem}"):  # one build of a domain at a time
@@ -168,7 +172,7 @@ def build(name: str, domain: str, size: int = 256, workers: int = 0, progress: b
                     old = json.loads(index.read_text())
                 except ValueError:
                     old = {}
-                if isinstance(old, dict) and _problem(name, domain, size, old, pixels, versions) is None:
+                if isinstance(old, dict) and _problem(spec, domain, size, old, pixels, versions) is None:
                     return index
             for left in pixels.parent.glob(f".{pixels.name}.*.tmp{pixels.suffix}"):  # of a killed build
                 left.unlink(missing_ok=True)
@@ -183,12 +187,13 @@ def build(name: str, domain: str, size: int = 256, workers: int = 0, progress: b
     return index
 
 
-def load(name: str, domain: str, split: str, size: int, part: str = ""):
+def load(spec: DatasetSpec, domain: str, split: str, size: int, part: str = ""):
     """``(pixels [N_domain, 3, size, size] uint8 memory map, rows of the split's images in it, labels)`` for the
     ``(domain, split, part)`` list of a run (``part``: a domain with ``eval_lists`` is cached whole, its training
     and evaluation parts read their rows from it). Refused with a one-line error: no cache (the command that builds it), a cache
     built from another list or other image bytes (stale), or a split image the cache lacks."""
-    pixels, index = cache_paths(name, domain, size)
+    name = spec.name
+    pixels, index = cache_paths(spec, domain, size)
     if not index.is_file() or not pixels.is_file():
         raise registry.DatasetMissingError(
             f"config key 'input_cache' = on: no input cache of {name} domain {domain} at {size} px ({index}); "
@@ -198,15 +203,14 @@ def load(name: str, domain: str, split: str, size: int, part: str = ""):
     except ValueError as exc:
         raise ValueError(f"{index}: unreadable input cache index ({exc}); rebuild it with "
                          f"`{_command(name, domain, size)}`") from None
-    problem = _problem(name, domain, size, meta, pixels) if isinstance(meta, dict) else "not a JSON object"
+    problem = _problem(spec, domain, size, meta, pixels) if isinstance(meta, dict) else "not a JSON object"
     if problem:
         raise ValueError(f"{index}: {problem}; rebuild it with `{_command(name, domain, size)}`")
     arr = np.load(pixels, mmap_mode="r")
     if arr.dtype != np.uint8 or list(arr.shape) != [len(meta["paths"]), 3, size, size]:
         raise ValueError(f"{pixels}: holds {arr.dtype} {list(arr.shape)}, its index says uint8 "
                          f"{[len(meta['paths']), 3, size, size]}; rebuild it with `{_command(name, domain, size)}`")
-    spec = registry.get_dataset(name)
-    lst = registry.list_file(name, domain, split, part)
+    lst = registry.list_file(spec, domain, split, part)
     entries = registry.read_list(lst, len(spec.classes) or None)
     row = {}
     for i, p in enumerate(meta["paths"]):

@@ -40,7 +40,7 @@ def add_subparsers(subparsers, extensions=()) -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", help="datasets (default: every built-in image dataset and every "
                                             "datasets/<name>/dataset.yaml of kind images)")
     p = sub.add_parser("demo", help="generate the demo dataset and its lists")
-    p.add_argument("--root", default=None, help="output folder (default: registry data_root('demo'))")
+    p.add_argument("--root", default=None, help="output folder (default: the registry's data root of demo)")
     p.add_argument("--no-lists", action="store_true", help="do not (re)write datasets/demo/lists")
     p = sub.add_parser("cache", help="decode and resize every image of a dataset once, for input_cache=on "
                                      "(uint8, 196 KB per image at 256 px)",
@@ -70,7 +70,7 @@ def _size(text: str) -> int:
 def _presence(registry, spec) -> str:
     """Whether the dataset's files are on this machine (where the pipeline reads them), for ``data list``."""
     try:
-        registry.require_dataset(spec.name)
+        registry.require_dataset(spec)
     except registry.DatasetMissingError:
         if spec.generated:
             return "not generated (dmp data demo)"
@@ -131,9 +131,10 @@ def _run(args) -> int:
         print(f"{args.name}: ready in {root}")
     elif cmd == "verify":
         counts = verify.verify(args.name, verify_images=args.verify_images)
-        total = {d: sum(c.values()) for d, c in counts.items()} or {
-            d.name: len(splits.load_arrays(args.name, d.name)[1])
-            for d in registry.get_dataset(args.name).domains}
+        total = {d: sum(c.values()) for d, c in counts.items()}
+        if not total:  # features/arrays: the samples of each domain
+            spec = registry.get_dataset(args.name)
+            total = {d.name: len(splits.load_arrays(spec, d.name)[1]) for d in spec.domains}
         print(f"{args.name}: OK " + ", ".join(f"{d} {n}" for d, n in total.items()))
     elif cmd == "prepare":
         written = splits.prepare(args.name, args.splits)
@@ -148,7 +149,7 @@ def _run(args) -> int:
 
         from .demo import generate
 
-        root = Path(args.root) if args.root else registry.data_root("demo")
+        root = Path(args.root) if args.root else registry.data_root(registry.get_dataset("demo"))
         try:
             root = generate(root)
         except OSError as exc:  # its temporary folder beside root: say which folder the user named

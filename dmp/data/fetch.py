@@ -23,7 +23,7 @@ from .archive import extract, locate, locate_extra
 from .download import download, size_limit
 from .registry import DatasetMissingError, FetchError
 from .spec import Archive, DatasetSpec, bare_folder, declared_path, domain_folder, placed_by_hand
-from .verify import check_domains, verify
+from .verify import check_copy, check_domains, verify
 
 __all__ = ["FetchError", "fetch", "verify"]
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
@@ -89,7 +89,7 @@ def member_limit(spec: DatasetSpec, archive: Archive, lock: dict) -> int:
 def _obtain(spec, archive, placed, lock, opts) -> tuple[Path, str, str, list[str], int | None]:
     """The archive's file: the one in the downloads folder (``placed``) or a download from its mirrors; its pinned
     sha256 checked. Returns ``(path, sha256, mirror, notes, size limit)``."""
-    dl = registry.download_dir(spec.name)
+    dl = registry.download_dir(spec)
     locked = lock["archives"].get(archive.key, {})
     limit = size_limit(archive, opts["max_size"], locked.get("size"))
     if placed:
@@ -164,7 +164,7 @@ def _install(spec, root, needed, lock, opts):
     counts, manifests, used, sources, log = {}, {}, {}, {}, []
     remaining = list(needed)
     try:
-        for n, (archive, placed) in enumerate(_candidates(spec, registry.download_dir(spec.name))):
+        for n, (archive, placed) in enumerate(_candidates(spec, registry.download_dir(spec))):
             if not set(archive.domains) & set(remaining):
                 continue
             try:
@@ -204,12 +204,12 @@ def fetch(name: str, *, verify_images: bool = False, retries: int = 3, timeout: 
     hour plus the size limit at 256 kB/s); ``max_size``: bytes an archive may have (default: twice its declared
     size, or the locked size)."""
     spec = registry.get_dataset(name)
-    root = registry.data_root(name)
+    root = registry.data_root(spec)
     if spec.generated:
         if not all((root / d.folder).is_dir() for d in spec.domains):
             from .demo import generate
             generate(root, progress=progress)
-        verify(name, root, verify_images=verify_images, progress=progress)
+        check_copy(spec, root, verify_images=verify_images, progress=progress)
         return root
     opts = dict(verify_images=verify_images, retries=retries, timeout=timeout, max_size=max_size,
                 progress=progress,
@@ -219,8 +219,7 @@ def fetch(name: str, *, verify_images: bool = False, retries: int = 3, timeout: 
         if missing and spec.archives:
             with _exclusive(root):
                 _install_files(spec, root, missing, opts)
-        registry.require_dataset(name)
-        verify(name)
+        check_copy(spec, registry.require_dataset(spec))
         return root
     with _exclusive(root):
         lock = registry.read_lock(name)
@@ -251,7 +250,7 @@ def _install_files(spec: DatasetSpec, root: Path, missing, opts) -> None:
     staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.staging-"))
     log = []
     try:
-        for n, (archive, placed) in enumerate(_candidates(spec, registry.download_dir(spec.name))):
+        for n, (archive, placed) in enumerate(_candidates(spec, registry.download_dir(spec))):
             files = todo & {spec.domain(d).folder for d in archive.domains}
             if not files:
                 continue
@@ -297,7 +296,7 @@ def _record(name: str, lock: dict, used: dict, counts: dict, manifests: dict, so
 
 
 def _unavailable(spec: DatasetSpec, remaining, log) -> str:
-    root, dl = registry.data_root(spec.name), registry.download_dir(spec.name)
+    root, dl = registry.data_root(spec), registry.download_dir(spec)
     doms = [spec.domain(d) for d in remaining]
     lines = [f"cannot fetch dataset {spec.name!r}: no source delivered domain(s) {', '.join(remaining)}; put one of "
              f"its archives into {dl}/ or the extracted domain folders under {root}/ "

@@ -294,24 +294,24 @@ def build_task(cfg) -> Task:
                              f"known: {', '.join(names)}")
     classes = list(spec.classes)
     src, tgt = (cfg["source"], cfg["source_split"]), (cfg["target"], cfg["target_split"])
-    reads, scores = run_lists(spec.name, *src, *tgt), scored(spec.name, *tgt)  # eval_lists: train / eval parts
+    reads, scores = run_lists(spec, *src, *tgt), scored(spec, *tgt)  # eval_lists: train / eval parts
     # images: the version of what this run reads (its lists and the bytes they name); arrays: their files
     if spec.kind == "images":  # lists written for other classes than today's: refused, never read under new names
-        check_classes(spec.name, [d for d, *_ in reads.values()])
-    version = registry.dataset_version(spec.name, *([list(reads.values()), True] if spec.kind == "images" else []))
+        check_classes(spec, [d for d, *_ in reads.values()])
+    version = registry.dataset_version(spec, *([list(reads.values()), True] if spec.kind == "images" else []))
     if spec.kind == "images":
-        root = registry.require_dataset(spec.name)   # clear "how to get it" error when missing
+        root = registry.require_dataset(spec)   # clear "how to get it" error when missing
         train_tf = image_transforms(True, cfg["resize"], cfg["crop"])
         test_tf = image_transforms(False, cfg["resize"], cfg["crop"])
         if cfg["input_cache"]:  # decoded and resized once (dmp/data/cache.py); crops, flips, normalisation per batch
             from . import cache
 
-            held = {role: cache.load(spec.name, d, split, cfg["resize"], part) for role, (d, split, part) in reads.items()}
+            held = {role: cache.load(spec, d, split, cfg["resize"], part) for role, (d, split, part) in reads.items()}
             cached = [CachedImages(*held[role], cfg["crop"], train) for role, train in (
                 ("source_train", True), ("source_train", False), ("target_train", True), ("target_eval", False))]
             return Task(*cached, classes, 3, None, version, scores)
         small = spec.name == "demo" or spec.cache_images
-        lists = {role: registry.list_file(spec.name, *k) for role, k in reads.items()}
+        lists = {role: registry.list_file(spec, *k) for role, k in reads.items()}
 
         def images(role, tf):
             return ImageListDataset(root, lists[role], tf, cache=small, num_classes=len(classes))
@@ -324,10 +324,10 @@ def build_task(cfg) -> Task:
             raise ValueError(f"config key {key!r} = {cfg[key]}: dataset {spec.name} is of kind {spec.kind!r}, read at "
                              f"its stored size; resize, crop and the ImageNet normalisation apply to image datasets "
                              f"(drop {key}; scaling of arrays: sample_norm / standardize)")
-    xs, ys = load_arrays(spec.name, *src)
-    xt, yt = load_arrays(spec.name, *tgt)
+    xs, ys = load_arrays(spec, *src)
+    xt, yt = load_arrays(spec, *tgt)
     if xs.shape[1:] != xt.shape[1:]:
-        root = registry.data_root(spec.name)
+        root = registry.data_root(spec)
         raise ValueError(f"dataset {spec.name}: source {root / spec.domain(src[0]).folder} has samples of shape "
                          f"{list(xs.shape[1:])}, target {root / spec.domain(tgt[0]).folder} {list(xt.shape[1:])}")
     xs, xt = np.asarray(xs, np.float32), np.asarray(xt, np.float32)
@@ -339,7 +339,7 @@ def build_task(cfg) -> Task:
         if cfg[key] and xs.ndim != 4:
             raise ValueError(f"config key {key!r} = {cfg[key]}: dataset {spec.name} holds feature vectors, not "
                              f"images; this augmentation needs images (set {key}=0)")
-    vs, vt = load_views(spec.name, *src), load_views(spec.name, *tgt)  # stored augmented views, if declared
+    vs, vt = load_views(spec, *src), load_views(spec, *tgt)  # stored augmented views, if declared
     if (vs is None) != (vt is None) or ((vs is not None) and (cfg["sample_norm"] or cfg["standardize"])):
         raise ValueError(f"dataset {spec.name}: stored training views (views_key) need them on both domains "
                          f"({src[0]}: {vs is not None}, {tgt[0]}: {vt is not None}) and no sample_norm / standardize")

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from . import registry
+from .spec import DatasetSpec
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 """The ImageNet statistics the paper's image transform normalises with (the pretrained backbones' own)."""
@@ -100,15 +101,14 @@ def _labels(raw, path: Path, key: str, offset: int, num_classes: int) -> np.ndar
     return y
 
 
-def read_arrays(name: str, domain: str) -> tuple[np.ndarray, np.ndarray]:
+def read_arrays(spec: DatasetSpec, domain: str) -> tuple[np.ndarray, np.ndarray]:
     """All features (``[N, D]``) or small images (``[N, C, H, W]``) of one domain of a features/arrays dataset
     as float32, with int64 labels indexing ``spec.classes``; checked: one label per sample, integral labels in
     range, finite values, the declared sample shape and count."""
-    spec = registry.get_dataset(name)
     if spec.kind == "images":
-        raise ValueError(f"dataset {name!r} holds images: read it through list_file")
+        raise ValueError(f"dataset {spec.name!r} holds images: read it through list_file")
     dom = spec.domain(domain)
-    root = registry.require_dataset(name)
+    root = registry.require_dataset(spec)
     path = root / dom.folder
     x = np.asarray(_read_matrix(path, dom.x_key))
     y_path = root / dom.y_key if path.suffix.lower() == ".npy" else path
@@ -140,11 +140,11 @@ def read_arrays(name: str, domain: str) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(x), y
 
 
-def read_views(name: str, domain: str, x: np.ndarray) -> np.ndarray:
+def read_views(spec: DatasetSpec, domain: str, x: np.ndarray) -> np.ndarray:
     """The augmented training views ``[N, V, D]`` (float32) of one domain whose declaration has a ``views_key``,
     checked against its samples ``x`` ``[N, D]`` (:func:`read_arrays`): same N and D, finite values."""
-    dom = registry.get_dataset(name).domain(domain)
-    path = registry.require_dataset(name) / dom.folder
+    dom = spec.domain(domain)
+    path = registry.require_dataset(spec) / dom.folder
     v = np.asarray(_read_matrix(path, dom.views_key))
     if v.ndim != 3 or v.shape[0] != x.shape[0] or v.shape[2:] != x.shape[1:]:
         raise ValueError(f"{path}: {dom.views_key!r} has shape {list(v.shape)}; the views of {list(x.shape)} "

@@ -2,6 +2,10 @@
 (``datasets/<name>/dataset.yaml``) declarations, the on-disk layout (data root, downloads, committed lists), the
 lock file recording the first verified fetch, and the dataset version derived from them.
 
+A dataset is looked up by name once, with :func:`get_dataset`, where the name comes in (a command, a config); what
+follows takes the :class:`DatasetSpec` it returns. A function that needs only the name (the committed folder, its
+lists and lock file) takes the name.
+
 Committed per dataset in ``datasets/<name>/``: ``lists/<domain>_<split>.txt`` (``relative/path label`` lines),
 ``lock.json`` and the declaration files ``source.json`` / ``splits.json`` that DVC stages depend on.
 """
@@ -73,18 +77,17 @@ def get_dataset(name: str, classes_from_data: bool = True) -> DatasetSpec:
         raise ValueError(specs[name].reason)
     spec = specs[name]
     if classes_from_data and spec.classes_from and not spec.classes:  # a user dataset's classes, from its data
-        spec = dataclasses.replace(spec, classes=data_classes(spec, _root(spec)))
+        spec = dataclasses.replace(spec, classes=data_classes(spec, data_root(spec)))
         if spec.classes and spec.partial_names:
             spec = dataclasses.replace(spec, partial_classes=partial_indices(
                 spec.partial_names, spec.classes, f"{dataset_dir(name) / 'dataset.yaml'}: key 'partial_classes'"))
     return spec
 
 
-def releases(name: str) -> list[DatasetSpec]:
+def releases(spec: DatasetSpec) -> list[DatasetSpec]:
     """The other registered releases of the same dataset (the base dataset and its named variants)."""
-    spec = get_dataset(name)
     base = spec.variant_of or spec.name
-    return [s for s in _all_specs().values() if isinstance(s, DatasetSpec) and s.name != name
+    return [s for s in _all_specs().values() if isinstance(s, DatasetSpec) and s.name != spec.name
             and base in (s.name, s.variant_of)]
 
 
@@ -107,13 +110,9 @@ def dataset_dir(name: str) -> Path:
     return next((d / name for d in dirs if (d / name / "dataset.yaml").is_file()), dirs[0] / name)
 
 
-def data_root(name: str) -> Path:
+def data_root(spec: DatasetSpec) -> Path:
     """Where the dataset's files live: ``$DMP_DATA_DIR/<name>`` if DMP_DATA_DIR is set, else the entry's
     ``default_root`` (relative to the project) if it has one, else ``datasets/<name>/data``."""
-    return _root(get_dataset(name))
-
-
-def _root(spec: DatasetSpec) -> Path:
     env = os.environ.get("DMP_DATA_DIR")
     if env:
         return Path(env).expanduser().resolve() / spec.name
@@ -125,10 +124,10 @@ def _root(spec: DatasetSpec) -> Path:
     return local
 
 
-def download_dir(name: str) -> Path:
+def download_dir(spec: DatasetSpec) -> Path:
     """Where archives are downloaded (and may be placed by hand): ``datasets/<name>/downloads``, or
     ``$DMP_DATA_DIR/downloads/<name>``. A variant shares its base dataset's folder (the same archives)."""
-    name = get_dataset(name).variant_of or name
+    name = spec.variant_of or spec.name
     env = os.environ.get("DMP_DATA_DIR")
     return Path(env).expanduser().resolve() / "downloads" / name if env else dataset_dir(name) / "downloads"
 
@@ -150,11 +149,11 @@ def list_path(name: str, domain: str, split: str = "full", part: str = "") -> Pa
     return lists_dir(name) / part / f"{domain}_{split}.txt"
 
 
-def list_file(name: str, domain: str, split: str = "full", part: str = "") -> Path:
+def list_file(spec: DatasetSpec, domain: str, split: str = "full", part: str = "") -> Path:
     """The committed list of ``split`` of ``domain`` (lines ``relative/path label``, relative to
     :func:`data_root`). Splits: full, partial, first<N> (classes 0..N-1), n<K> (K images per class, seeded);
     ``part`` (:data:`PARTS`): the whole domain, or its training or evaluation images (``eval_lists``)."""
-    spec = get_dataset(name)
+    name = spec.name
     if spec.kind != "images":
         raise ValueError(f"dataset {name!r} is of kind {spec.kind!r}: it has no image lists, use load_arrays")
     dom = spec.domain(domain)
@@ -173,11 +172,10 @@ def list_file(name: str, domain: str, split: str = "full", part: str = "") -> Pa
     return path
 
 
-def require_dataset(name: str) -> Path:
+def require_dataset(spec: DatasetSpec) -> Path:
     """Check that the dataset's files are in place and return :func:`data_root`; otherwise raise
     :class:`DatasetMissingError` naming what is missing, the command to get it and where to put it by hand."""
-    spec = get_dataset(name)
-    root = data_root(name)
+    name, root = spec.name, data_root(spec)
     missing = [d for d in spec.domains if not (root / domain_folder(spec, d, root)).exists()]
     if not missing:
         return root
@@ -192,7 +190,7 @@ def require_dataset(name: str) -> Path:
     else:
         how = (f"Fetch it with `python -m dmp data fetch {name}` (or `dvc pull` / `dvc repro prepare@{name}`), "
                f"or download one of the archives ({', '.join(dict.fromkeys(a.filename for a in spec.archives))}) "
-               f"by hand into {download_dir(name)}/ and rerun the fetch, or place the extracted domain folders "
+               f"by hand into {download_dir(spec)}/ and rerun the fetch, or place the extracted domain folders "
                f"under {root}/ ({placed_by_hand(spec, missing)}).")
     raise DatasetMissingError(f"dataset {name!r} is not in place: missing {what}. {how}")
 
@@ -206,8 +204,8 @@ def _published_duplicates(path: Path) -> bool:
     (:data:`~dmp.data.catalog.PUBLISHED_DUPLICATES`): its label lists under the data root and the lists derived
     from them keep every entry, as published."""
     path = Path(path).resolve()
-    for name in PUBLISHED_DUPLICATES:
-        if any(folder in path.parents for folder in (lists_dir(name).resolve(), data_root(name))):
+    for spec in (s for s in BUILTIN if s.name in PUBLISHED_DUPLICATES):
+        if any(folder in path.parents for folder in (lists_dir(spec.name).resolve(), data_root(spec))):
             return True
     return False
 
@@ -311,21 +309,21 @@ def file_digests(root: Path, rels) -> dict[str, str]:
     return out
 
 
-def dataset_version(name: str, lists=None, content: bool = False) -> str:
+def dataset_version(spec: DatasetSpec, lists=None, content: bool = False) -> str:
     """A short content hash of the dataset. Images: its committed lists - only the ``(domain, split)`` or ``(domain,
     split, part)`` lists a run reads when ``lists`` is given (``splits.run_lists``), so preparing other splits changes
     no run's version - with the locked per-class counts and file manifest of their domains (the same whichever archive
     or mirror it came from), and for generated data its generator's declaration; ``content``: also the bytes in place of
     every file those lists name (:func:`file_digests`), so images replaced in place give another version.
     Features/arrays: its files."""
-    spec = get_dataset(name)
+    name = spec.name
     h = hashlib.sha256(name.encode())
     if spec.kind == "images":
         if lists is None:
             paths, domains = sorted(lists_dir(name).rglob("*.txt")), [d.name for d in spec.domains]
         else:  # a list not written yet (planning a suite before `prepare`) counts as missing; a run needs it
             picked = sorted({(spec.domain(d).name, s, *part) for d, s, *part in lists})
-            paths = sorted({list_path(name, *k) if not content else list_file(name, *k) for k in picked})
+            paths = sorted({list_path(name, *k) if not content else list_file(spec, *k) for k in picked})
             domains = sorted({d for d, *_ in picked})
         for path in paths:  # named relative to lists/: "real_full.txt", "eval/real_full.txt"
             h.update(path.relative_to(lists_dir(name)).as_posix().encode() + b"\0"
@@ -340,10 +338,10 @@ def dataset_version(name: str, lists=None, content: bool = False) -> str:
             h.update(declared.read_bytes())
         if content:
             rels = sorted({rel for path in paths for rel, _ in read_list(path)})
-            digests = file_digests(require_dataset(name), rels)
+            digests = file_digests(require_dataset(spec), rels)
             h.update(b"content\0" + "".join(f"{rel}\0{digests[rel]}\n" for rel in rels).encode())
     else:
-        root = require_dataset(name)
+        root = require_dataset(spec)
         for f in sorted({d.folder for d in spec.domains}):
             h.update(f.encode() + sha256_file(root / f).encode())
     return h.hexdigest()[:12]

@@ -84,7 +84,7 @@ def prepare(name: str, splits=None, root: Path | None = None) -> list[Path]:
     spec = registry.get_dataset(name)
     if spec.kind != "images":
         raise ValueError(f"dataset {name!r} is of kind {spec.kind!r}: its splits are derived on load")
-    root = Path(root) if root else registry.data_root(name)
+    root = Path(root) if root else registry.data_root(spec)
     splits = list(dict.fromkeys(splits or spec.splits))
     for s in splits:
         select([], s, spec)  # validates the name before any file is written
@@ -97,7 +97,7 @@ def prepare(name: str, splits=None, root: Path | None = None) -> list[Path]:
         elif full_path.is_file():
             entries = read_list(full_path, len(spec.classes))
         else:
-            registry.require_dataset(name)  # raises with the instructions
+            registry.require_dataset(spec)  # raises with the instructions
         fulls[d.name] = entries
     if have_data:
         check_counts(spec, {d: per_class(spec, e) for d, e in fulls.items()}, registry.read_lock(name),
@@ -123,13 +123,12 @@ def _scored(spec: DatasetSpec, domain, root: Path) -> set[str]:
             for rel, _ in _listed(spec, domain, root, lst, lambda r: str(root / r))}
 
 
-def run_lists(name: str, source: str, source_split: str, target: str, target_split: str) -> dict[str, tuple]:
+def run_lists(spec: DatasetSpec, source: str, source_split: str, target: str, target_split: str) -> dict[str, tuple]:
     """The lists a run reads, by role, each ``(domain, split, part)`` (:func:`registry.list_file`): ``source_train``
     (also the source's no-grad passes), ``target_train`` (adapted on) and ``target_eval`` (scored). A domain with
     ``eval_lists`` (DomainNet's protocol) is trained and adapted on its "train" part and, as the target, scored on its
     "eval" part; any other domain is read whole, and the target is scored on the images it is adapted on (the paper's
     protocol)."""
-    spec = registry.get_dataset(name)
     apart = {d for d, _ in spec.eval_lists}
 
     def one(domain, split, part):
@@ -139,44 +138,42 @@ def run_lists(name: str, source: str, source_split: str, target: str, target_spl
             "target_eval": one(target, target_split, "eval")}
 
 
-def scored(name: str, target: str, target_split: str) -> dict:
+def scored(spec: DatasetSpec, target: str, target_split: str) -> dict:
     """What a run on ``target`` is scored on (``metrics.json`` ``target_eval``, with the count the run scored):
     ``domain``, ``split``, ``part`` ("" = the images adapted on, "eval" = the domain's ``eval_lists``) and, for an
     image dataset, its ``list`` file relative to the dataset's folder."""
-    domain, split, part = run_lists(name, target, target_split, target, target_split)["target_eval"]
-    spec = registry.get_dataset(name)
-    rel = registry.list_path(name, domain, split, part).relative_to(registry.dataset_dir(name)).as_posix()
+    domain, split, part = run_lists(spec, target, target_split, target, target_split)["target_eval"]
+    rel = registry.list_path(spec.name, domain, split, part).relative_to(registry.dataset_dir(spec.name)).as_posix()
     return {"domain": domain, "split": split, "part": part, "list": rel if spec.kind == "images" else None}
 
 
-def load_arrays(name: str, domain: str, split: str = "full") -> tuple[np.ndarray, np.ndarray]:
+def load_arrays(spec: DatasetSpec, domain: str, split: str = "full") -> tuple[np.ndarray, np.ndarray]:
     """The samples of ``split`` of one domain of a features/arrays dataset (:func:`read_arrays`, validated):
     float32 features ``[N, D]`` or images ``[N, C, H, W]`` and int64 labels."""
-    x, y = read_arrays(name, domain)
-    keep = select(y, split, registry.get_dataset(name))
+    x, y = read_arrays(spec, domain)
+    keep = select(y, split, spec)
     return np.ascontiguousarray(x[keep]), y[keep]
 
 
-def load_views(name: str, domain: str, split: str = "full") -> np.ndarray | None:
+def load_views(spec: DatasetSpec, domain: str, split: str = "full") -> np.ndarray | None:
     """The augmented training views ``[N, V, D]`` of the samples of :func:`load_arrays` (same rows), or ``None``
     when the domain declares no ``views_key``."""
-    if registry.get_dataset(name).domain(domain).views_key is None:
+    if spec.domain(domain).views_key is None:
         return None
-    x, y = read_arrays(name, domain)
-    keep = select(y, split, registry.get_dataset(name))
-    return np.ascontiguousarray(read_views(name, domain, x)[keep])
+    x, y = read_arrays(spec, domain)
+    keep = select(y, split, spec)
+    return np.ascontiguousarray(read_views(spec, domain, x)[keep])
 
 
-def split_size(name: str, domain: str, split: str) -> int:
+def split_size(spec: DatasetSpec, domain: str, split: str) -> int:
     """Number of samples in ``split`` of ``domain``, from the registry's declared counts where the split
     definition allows it (``full``: the domain's count; ``n<K>``: K per class), otherwise from the committed
     list. Needs no data (``python -m dmp config --schedule``). A domain with ``eval_lists`` counts the part a run
     trains on (:func:`run_lists`), from its committed list."""
-    spec = registry.get_dataset(name)
     dom = spec.domain(domain)
-    part = run_lists(name, dom.name, split, dom.name, split)["source_train"][2]
+    part = run_lists(spec, dom.name, split, dom.name, split)["source_train"][2]
     if part:
-        return len(read_list(registry.list_file(name, dom.name, split, part)))
+        return len(read_list(registry.list_file(spec, dom.name, split, part)))
     m = re.fullmatch(r"n(\d+)", split)
     if split == "full" and dom.count is not None:
         return dom.count
@@ -184,19 +181,19 @@ def split_size(name: str, domain: str, split: str) -> int:
         return int(m.group(1)) * len(spec.classes)
     if spec.kind != "images":  # feature / array files hold their labels: count the split's rows
         try:
-            return len(load_arrays(name, dom.name, split)[1])
+            return len(load_arrays(spec, dom.name, split)[1])
         except FileNotFoundError as e:
-            raise ValueError(f"dataset {name!r} domain {dom.name!r}: the size of split {split!r} needs the data "
+            raise ValueError(f"dataset {spec.name!r} domain {dom.name!r}: the size of split {split!r} needs the data "
                              f"file ({e.filename or e}) or a declared `count` in its dataset.yaml") from None
-    return len(read_list(registry.list_file(name, dom.name, split)))
+    return len(read_list(registry.list_file(spec, dom.name, split)))
 
 
-def check_classes(name: str, domains) -> None:
+def check_classes(spec: DatasetSpec, domains) -> None:
     """Refuse the committed full lists of ``domains`` of a user image dataset when they no longer fit its classes:
     the per-class counts under today's class names differ from those locked at the first fetch (a class folder
     added or removed, ``classes:`` reordered or edited) or, for class folders, an image's folder is not the class its
     label names. Training on them would put the accuracies under shifted class names with an unchanged version."""
-    spec = registry.get_dataset(name)
+    name = spec.name
     if spec.kind != "images" or name in BUILTIN_NAMES:
         return
     lock, yml = registry.read_lock(name), registry.dataset_dir(name) / "dataset.yaml"

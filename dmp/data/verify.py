@@ -133,7 +133,7 @@ def _fmt(n) -> str:
 
 def _release_hint(spec: DatasetSpec, totals: dict[str, int]) -> str:
     """If the domain totals found are those of another registered release of the dataset, say so."""
-    for other in registry.releases(spec.name):
+    for other in registry.releases(spec):
         want = {d.name: d.count for d in other.domains if d.name in totals}
         if want and want == totals:
             def describe(s):
@@ -253,8 +253,15 @@ def verify(name: str, root: Path | None = None, *, verify_images: bool = False, 
     the manifest. Features/arrays datasets: files with a pinned sha256 checked, every domain read and validated.
     Returns the per-class counts."""
     spec = registry.get_dataset(name)
+    root = Path(root) if root and spec.kind == "images" else registry.require_dataset(spec)
+    return check_copy(spec, root, verify_images=verify_images, progress=progress, domains=domains)
+
+
+def check_copy(spec: DatasetSpec, root: Path, *, verify_images: bool = False, progress: bool = True,
+               domains=None) -> dict[str, dict[str, int]]:
+    """:func:`verify` of the copy of ``spec`` under ``root``."""
+    name = spec.name
     if spec.kind != "images":
-        root = registry.require_dataset(name)
         for a in spec.archives:
             if a.sha256 and a.filename in {d.folder for d in spec.domains}:
                 sha = sha256_file(root / a.filename)
@@ -263,9 +270,8 @@ def verify(name: str, root: Path | None = None, *, verify_images: bool = False, 
                                      f"of the published file ({a.urls[0] if a.urls else a.filename}): another or "
                                      f"damaged copy; remove it and run `python -m dmp data fetch {name}`")
         for d in spec.domains:
-            read_arrays(name, d.name)
+            read_arrays(spec, d.name)
         return {}
-    root = Path(root) if root else registry.require_dataset(name)
     names = [d.name for d in spec.domains if domains is None or d.name in domains]
     lock = registry.read_lock(name)
     counts, _, entries = check_domains(spec, root, names, lock=lock, verify_images=verify_images, progress=progress,

@@ -117,10 +117,10 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     model = model.to(device).eval()
     transform = image_transforms(False, resize, crop)
     train_tf = image_transforms(True, resize, crop)
-    root = registry.require_dataset(name)
+    root = registry.require_dataset(spec)
     domains = []
     for d in spec.domains:
-        ds = ImageListDataset(root, registry.list_file(name, d.name, split), transform,
+        ds = ImageListDataset(root, registry.list_file(spec, d.name, split), transform,
                               num_classes=len(spec.classes))
         feats, extra = [], []
         with torch.no_grad():
@@ -138,7 +138,7 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
         atomic_write(out_root / f"{d.name}.npz", lambda fh, arrays=arrays: np.savez(fh, **arrays))
         domains.append({"name": d.name, "short": d.short, "file": f"{d.name}.npz", "count": len(ds),
                         "x_key": "X", "y_key": "y", **({"views_key": "X_views"} if views else {})})
-    meta = {"source_dataset": name, "source_version": registry.dataset_version(name), "split": split,
+    meta = {"source_dataset": name, "source_version": registry.dataset_version(spec), "split": split,
             "backbone": backbone, "feature_dim": int(x.shape[1]), "pretrained": bool(pretrained),
             "weights_path": weights_path, "weights_file": str(weights_file) if weights_file else None,
             "weights_sha256": sha256_file(weights_file) if weights_file else None,

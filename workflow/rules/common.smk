@@ -51,9 +51,10 @@ def metrics_inputs(runs):
 
 
 def demo_data_dir():
-    """Where the demo images are generated (the registry's data_root("demo") for DMP_DATA_DIR = data_dir);
+    """Where the demo images are generated (the registry's data root of demo for DMP_DATA_DIR = data_dir);
     relative to the working directory when inside it."""
-    return stable_path(os.path.join(DATA_DIR, "demo") if DATA_DIR else str(SUITE.registry.data_root("demo")))
+    root = os.path.join(DATA_DIR, "demo") if DATA_DIR else str(SUITE.registry.data_root(SUITE.spec("demo")))
+    return stable_path(root)
 
 
 def data_inputs(wildcards):

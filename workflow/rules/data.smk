@@ -41,13 +41,14 @@ rule demo_weights:
 # changes; a train job with input_cache on depends on the caches of its two domains at its resize (rule train).
 from dmp.data import cache as input_cache
 
-for _name in input_cache.image_datasets():
+for _spec in input_cache.image_datasets():
+    _name = _spec.name
 
     rule:
         name:
             f"input_cache_{_name}"
         output:
-            *(stable_path(str(p)) for p in input_cache.cache_files(_name, "{domain}", "{size}", DATA_DIR or None)),
+            *(stable_path(str(p)) for p in input_cache.cache_files(_spec, "{domain}", "{size}", DATA_DIR or None)),
         input:
             # the generated demo (rule demo_data), else the domain's list when in place (without it the job stops
             # with the CLI's error naming how to fetch the dataset)
