@@ -425,6 +425,8 @@ def confusable_pairs(top: int = 3) -> list[str]:
         pooled = {}
         for path in sorted(STUDY.glob(f"runs/*/{setting}/*/source_only/G/{split}/seed*/metrics.json")):
             m = json.loads(path.read_text())
+            if not m.get("confusion_matrix"):
+                continue                                      # a run that recorded none
             task = f"{SHORT[m['config']['source']]}->{SHORT[m['config']['target']]}"
             cm = np.asarray(m["confusion_matrix"], dtype=float)
             pooled[task] = (pooled[task][0] + cm, m["class_names"]) if task in pooled else (cm, m["class_names"])

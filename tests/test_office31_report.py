@@ -41,9 +41,9 @@ def test_gains_and_departures_are_computed_from_the_runs(tmp_path, monkeypatch):
     paper = next(line for line in text.splitlines() if line.startswith("| DMP, paper"))
     assert paper.endswith("| 93.0 | 99.0 | 100.0 | 91.0 | 71.4 | 70.2 | 87.4 | |")
     dep = next(line for line in text.splitlines() if line.startswith("| no augmentation"))
-    assert dep.endswith("| 40.0 | 47.5 | 7.5 | -3.5 (against the study) | 1 |")          # the study's A->W gain: 11.0
+    assert dep.endswith("| 40.0 | – | 47.5 | 7.5 | -3.5 (against the study) | 1 |")          # the study's A->W gain: 11.0
     study = next(line for line in text.splitlines() if line.startswith("| the study's form"))
-    assert study.endswith("| 50.5 ± 0.7 | 61.5 ± 2.1 | 11.0 ± 1.4 |  | 2 |")   # A->W: SO 50, 51; DMP 60, 63
+    assert study.endswith("| 50.5 ± 0.7 | – | 61.5 ± 2.1 | 11.0 ± 1.4 |  | 2 |")   # A->W: SO 50, 51; DMP 60, 63
 
 
 def test_no_runs_no_section(tmp_path, monkeypatch):
@@ -87,7 +87,7 @@ def test_the_deeper_fine_tune_is_read_against_the_study_s_runs_of_its_own_seeds(
         _write(tmp_path, "dmp", 0, "A->W", dmp, dep.replace("{d}", name))
     text = "\n".join(report.section())
     row = next(line for line in text.splitlines() if line.startswith("| stages 5 and 6"))
-    assert row.endswith("| `o31` | 30.0 | 55.0 | 25.0 | +14.0 (against the study) | 1 |")   # study gain 11.0
+    assert row.endswith("| `o31` | 30.0 | – | 55.0 | 25.0 | +14.0 (against the study) | 1 |")   # study gain 11.0
     # against the study's seed 0 (50, 60), not its mean over seeds 0 and 1 (50.5, 61.5)
     assert ("changes DMP's gain by +14.0, but source-only by -20.0 and DMP by -5.0 (against the study's runs of "
             "the same seed, 0)") in text
@@ -104,8 +104,8 @@ def test_a_dirty_commit_s_runs_are_traced_to_the_commit_whose_dmp_they_ran(tmp_p
     from dmp.train.provenance import code_version
 
     root = load_script("office31_report").ROOT
-    last = subprocess.run(["git", "log", "-1", "--format=%h", "--", "dmp"], cwd=root, capture_output=True,
-                          text=True).stdout.strip()
+    last = subprocess.run(["git", "log", "-1", "--format=%H", "--", "dmp"], cwd=root, capture_output=True,
+                          text=True).stdout.strip()[:10]
     tar = subprocess.run(["git", "archive", last, "dmp"], cwd=root, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
         archive.extractall(tmp_path / "tree", filter="data")
@@ -116,5 +116,25 @@ def test_a_dirty_commit_s_runs_are_traced_to_the_commit_whose_dmp_they_ran(tmp_p
                                      code=code, seed=0), dict(dataset="o31", version="v1", weights="f" * 64,
                                                               commit="0123456789-dirty", code="0" * 12, seed=1)])
     text = report._provenance(runs)
-    assert f"code version {code} is dmp/ of commit {last}" in text
+    assert f"code version {code} is dmp/ of commit {last} " in text   # 10 hex digits, whatever the clone
     assert f"code version {'0' * 12} is dmp/ of none of the last 3 commits that touched dmp/" in text
+
+
+def test_dann_and_pada_are_read_against_source_only_of_the_same_seeds(tmp_path, monkeypatch):
+    """The partial reading: DANN's and PADA's gains over source-only (Avg per seed), what PADA's weights take back,
+    and DANN's gain in the vanilla table, computed by hand on an unbalanced fixture."""
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    folder = "runs/o31/partial/{t}/{m}/G/full-partial/seed{s}"
+    for s in (0, 1):
+        for i, t in enumerate(TASKS):
+            _write(tmp_path, "source_only", s, t, 50.0 + i + s)         # vanilla Avg 52.5 + s
+            _write(tmp_path, "dann", s, t, 55.0 + i)                    # vanilla Avg 57.5: gains 5, 4 -> +4.5
+            _write(tmp_path, "source_only", s, t, 70.0 + i + s, folder)  # partial Avg 72.5 + s
+            _write(tmp_path, "dann", s, t, 40.0 + i, folder)             # Avg 42.5: gains -30, -31 -> -30.5
+            _write(tmp_path, "pada", s, t, 80.0 + 2 * i, folder)         # Avg 85: gains 12.5, 11.5 -> +12.0
+    text = "\n".join(report.section())
+    # the paper's partial Office-31 Avg: DANN 86.5, PADA 92.7, source-only 87.1 -> -0.6, +5.6; take back +6.2
+    assert ("DANN -30.5 (paper -0.6), PADA +12.0 (paper +5.6); PADA's weights take back +42.5 points of DANN's "
+            "(paper +6.2)") in text
+    assert "(DANN gains +4.5 in the vanilla table of the same form)" in text
