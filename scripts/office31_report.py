@@ -253,7 +253,7 @@ def section() -> list[str]:
               "`scripts/office31_departures.sh` runs them); each form reads its own stored data (the dataset "
               "column), made from the same images with the same weights file:", "", *dep_lines, "",
               *diagnosis(avgs, paper, dep_gains), ""]
-    return lines + partial_section()
+    return lines + partial_section(avgs)
 
 
 def _provenance(runs: pd.DataFrame) -> str:
@@ -306,8 +306,9 @@ def _commits_of(codes: list[str]) -> dict[str, str]:
 PARTIAL_HEADING = "## Office-31 partial, real images, EfficientNet-Lite0 head fine-tuned"
 
 
-def partial_section() -> list[str]:
-    """The partial setting on the same stored trunk (31 source classes, the target's 10 shared with Caltech-256)."""
+def partial_section(vanilla: dict | None = None) -> list[str]:
+    """The partial setting on the same stored trunk (31 source classes, the target's 10 shared with Caltech-256);
+    ``vanilla``: the vanilla table's per-seed averages (:func:`study_table`), for DANN's vanilla gain."""
     runs = _runs("runs/*/partial/*/*/G/full-partial/seed*/metrics.json")
     if runs.empty:
         return []
@@ -321,10 +322,10 @@ def partial_section() -> list[str]:
              "`partial`). ETN has no Office-31 row in the paper's table. " + _provenance(runs), "", *table, ""]
     if gains:
         lines += ["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""]
-    return lines + dann_reading(avgs, paper) + pada_check(runs) + momentum_check(runs) + confusable_pairs()
+    return lines + dann_reading(avgs, paper, vanilla or {}) + pada_check(runs) + momentum_check(runs) + confusable_pairs()
 
 
-def dann_reading(avgs: dict, paper: pd.DataFrame) -> list[str]:
+def dann_reading(avgs: dict, paper: pd.DataFrame, vanilla: dict) -> list[str]:
     """DANN (every source class weighted 1) beside PADA (the same adversarial term, class-weighted) and source-only:
     how much of the partial setting's negative transfer PADA's class weights take back, ours beside the paper's."""
     if any(m not in avgs or avgs[m][1] is None for m in ("source_only", "dann", "pada")):
@@ -334,10 +335,9 @@ def dann_reading(avgs: dict, paper: pd.DataFrame) -> list[str]:
     if not seeds:
         return []
     ours = {m: (avgs[m][1][seeds] - so[seeds]).mean() for m in ("dann", "pada")}
-    vanilla_runs = _runs("runs/*/vanilla/*/*/G/full-full/seed*/metrics.json")
-    _, vanilla_avgs = study_table(vanilla_runs, _reported())
-    vso, vdann = vanilla_avgs["source_only"][1], vanilla_avgs["dann"][1]
-    vanilla = (vdann - vso).dropna().mean()
+    vso, vdann = (vanilla.get(m, (None, None))[1] for m in ("source_only", "dann"))
+    in_vanilla = (f" (DANN gains {(vdann - vso).dropna().mean():+.1f} in the vanilla table of the same form)"
+                  if vso is not None and vdann is not None else "")
     theirs = {m: paper.loc[m, "Avg"] - paper.loc["source_only", "Avg"] for m in ("dann", "pada")}
     return [f"**DANN and PADA.** DANN aligns all 31 source classes with the 10 of the target; PADA is the same "
             f"adversarial term with its class weights. Over source-only (Avg, seeds {', '.join(map(str, seeds))}): "
@@ -345,7 +345,7 @@ def dann_reading(avgs: dict, paper: pd.DataFrame) -> list[str]:
             f"{theirs['pada']:+.1f}); PADA's weights take back {ours['pada'] - ours['dann']:+.1f} points of DANN's "
             f"(paper {theirs['pada'] - theirs['dann']:+.1f}). So PADA's weighting works here; what differs from the "
             "paper is how far an unweighted alignment of the 31 source classes with the 10 of the target falls in "
-            f"this form (DANN gains {vanilla:+.1f} in the vanilla table of the same form)." + _weights_reading(ours),
+            f"this form{in_vanilla}." + _weights_reading(ours),
             ""]
 
 
@@ -375,14 +375,12 @@ def momentum_check(runs: pd.DataFrame) -> list[str]:
     rows = {"DMP (momentum 0, the paper's), the table's runs": ("dmp", runs[runs["method"] == "dmp"]),
             "DMP, momentum 0.9": ("momentum_0.9", check)}
     counts = []
-    lines = ["| run | " + " | ".join(TASKS) + " | Avg | runs with a target class at 10 % or less |",
+    from partial_lockin import COLLAPSE
+    lines = ["| run | " + " | ".join(TASKS) + f" | Avg | runs with a target class at {COLLAPSE:g} % or less |",
              "|---|" + "---|" * (len(TASKS) + 2)]
     for name, (where, part) in rows.items():
         part = part[part["seed"].isin(seeds)]
-        per_task = part.pivot_table(index="seed", columns="task", values="accuracy")
-        cells = [_fmt(per_task[t].dropna()) if t in per_task else "–" for t in TASKS]
-        complete = per_task.dropna()
-        avg = _fmt(complete[TASKS].mean(axis=1)) if len(complete.columns) == len(TASKS) and len(complete) else "–"
+        cells, avg = _task_cells(part)
         low = _collapsed(part)
         counts.append((low, len(part)))
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {avg} | {low} of {len(part)} |")
@@ -395,6 +393,7 @@ def momentum_check(runs: pd.DataFrame) -> list[str]:
 def _momentum_reading(counts: list[tuple[int, int]]) -> str:
     """The collapse counts of the paper's weights and of momentum 0.9, with Fisher's exact test."""
     from scipy.stats import fisher_exact
+    from partial_lockin import COLLAPSE
     (k0, n0), (k1, n1) = counts
     p = fisher_exact([[k0, n0 - k0], [k1, n1 - k1]])[1]
     return (f"Runs ending with a target class at {COLLAPSE:g} % or less: {k0} of {n0} with the paper's weights, {k1} "
@@ -402,12 +401,19 @@ def _momentum_reading(counts: list[tuple[int, int]]) -> str:
             "default, the paper's Eq. ClassWeight.")
 
 
-COLLAPSE = 10.0
-"""A run *collapses* when a target class ends at this accuracy (%) or less (the demo's lock-in study's threshold)."""
+def _task_cells(part: pd.DataFrame) -> tuple[list[str], str]:
+    """One row of a check table: mean ± std over seeds per task (TASKS order, "–" where none ran) and the Avg over
+    the seeds that ran every task ("–" unless some did)."""
+    per_task = part.pivot_table(index="seed", columns="task", values="accuracy")
+    cells = [_fmt(per_task[t].dropna()) if t in per_task else "–" for t in TASKS]
+    complete = per_task.dropna()
+    avg = _fmt(complete[TASKS].mean(axis=1)) if len(complete.columns) == len(TASKS) and len(complete) else "–"
+    return cells, avg
 
 
 def _collapsed(part: pd.DataFrame) -> int:
-    """How many of the runs end with a target class at ``COLLAPSE`` % or less."""
+    """How many of the runs end with a target class at ``COLLAPSE`` % or less (the demo's lock-in threshold)."""
+    from partial_lockin import COLLAPSE
     count = 0
     for parts in part["path"]:
         per_class = json.loads(STUDY.joinpath(*parts).read_text())["per_class_accuracy"]
@@ -463,10 +469,7 @@ def pada_check(runs: pd.DataFrame) -> list[str]:
             runs[runs["method"] == "pada"], "PADA (pada_ce=code)": check}
     lines = ["| run | " + " | ".join(TASKS) + " | Avg |", "|---|" + "---|" * (len(TASKS) + 1)]
     for name, part in rows.items():
-        per_task = part[part["seed"].isin(seeds)].pivot_table(index="seed", columns="task", values="accuracy")
-        cells = [_fmt(per_task[t].dropna()) if t in per_task else "–" for t in TASKS]
-        complete = per_task.dropna()
-        avg = _fmt(complete[TASKS].mean(axis=1)) if len(complete.columns) == len(TASKS) and len(complete) else "–"
+        cells, avg = _task_cells(part[part["seed"].isin(seeds)])
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {avg} |")
     return ["PADA's cross-entropy as the official code weights it (`pada_ce=code`: sum gamma CE / sum gamma, where the "
             "paper's objective averages gamma CE over the batch and so shrinks the supervised term with gamma), "
