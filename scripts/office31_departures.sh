@@ -11,9 +11,12 @@
 # and, for stages_5_on_v20 (the same with 20 stored crops per image, each drawn about twice in 40 epochs):
 #   python -m dmp data extract-features office31 --out-name office31_lite0_s5v20_t128 --backbone efficientnet_lite0 \
 #       --resize 146 --crop 128 --views 20 --trunk-stage 5
-# Usage: [SEEDS="0 1 2"] [ONLY="stages_5_on ..."] [METHODS="source_only dmp"] scripts/office31_departures.sh [JOBS]
+# Usage: [SEEDS="0 1 2"] [ONLY="stages_5_on ..."] [METHODS="source_only dmp"] [TASKS="A-W"] [EXTRA="key=value ..."]
+#        scripts/office31_departures.sh [JOBS]
 #   (JOBS trainings side by side, 1 thread each; default 2; ONLY: the departures to run, default all; METHODS: also
-#   source_only_bn, source-only whose BatchNorm statistics also see the target batches)
+#   source_only_bn, source-only whose BatchNorm statistics also see the target batches, or any registered method;
+#   TASKS: the Office-31 tasks, A-W by default, "A-W D-W W-D A-D D-A W-A" for all six; EXTRA: overrides that leave
+#   the training as it is, e.g. log_accuracy_every=50 for the target-accuracy curve)
 # A finished run is skipped, an interrupted one resumes from its checkpoint (dmp train's own rule).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,24 +25,28 @@ PY=${PY:-.venv/bin/python}
 OUT=results/office31_lite/departures
 jobs=()
 for seed in ${SEEDS:-0 1 2}; do
-  for method in ${METHODS:-source_only dmp}; do
-    jobs+=("no_views dataset=office31_lite0_t128_noviews method=$method seed=$seed")
-    jobs+=("head_frozen dataset=office31_lite0_t128 backbone_lr_mult=0 method=$method seed=$seed")
-    jobs+=("no_views_224 dataset=office31_lite0_t224 method=$method seed=$seed")
-    jobs+=("stages_5_on dataset=office31_lite0_s5_t128 method=$method seed=$seed")
-    jobs+=("stages_5_on_v20 dataset=office31_lite0_s5v20_t128 method=$method seed=$seed")
+  for task in ${TASKS:-A-W}; do
+    for method in ${METHODS:-source_only dmp}; do
+      jobs+=("no_views $task dataset=office31_lite0_t128_noviews method=$method seed=$seed")
+      jobs+=("head_frozen $task dataset=office31_lite0_t128 backbone_lr_mult=0 method=$method seed=$seed")
+      jobs+=("no_views_224 $task dataset=office31_lite0_t224 method=$method seed=$seed")
+      jobs+=("stages_5_on $task dataset=office31_lite0_s5_t128 method=$method seed=$seed")
+      jobs+=("stages_5_on_v20 $task dataset=office31_lite0_s5v20_t128 method=$method seed=$seed")
+    done
   done
 done
+domain() { case $1 in A) echo amazon;; D) echo dslr;; W) echo webcam;; *) echo "unknown domain $1 (A, D or W)" >&2; return 1;; esac; }
 run() {
   set -- $1
-  local name=$1; shift
+  local name=$1 task=$2; shift 2
   [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]] && return 0
   local method seed
   for kv in "$@"; do case $kv in method=*) method=${kv#method=};; seed=*) seed=${kv#seed=};; esac; done
-  local out=$OUT/$name/A-W/$method/seed$seed
+  local out=$OUT/$name/$task/$method/seed$seed
   [ -f "$out/metrics.json" ] && return 0
-  "$PY" -m dmp train --out "$out" source=amazon target=webcam setting=vanilla metric=G device=cpu threads=1 "$@" \
-    > "/tmp/office31_departure_${name}_${method}_${seed}.log" 2>&1 && echo "$out: done"
+  "$PY" -m dmp train --out "$out" source="$(domain "${task%-*}")" target="$(domain "${task#*-}")" setting=vanilla \
+    metric=G device=cpu threads=1 "$@" ${EXTRA:-} > "/tmp/office31_departure_${name}_${task}_${method}_${seed}.log" 2>&1 \
+    && echo "$out: done"
 }
-export -f run; export OUT PY ONLY
+export -f run domain; export OUT PY ONLY EXTRA
 printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -I{} bash -c 'run "$@"' _ {}
