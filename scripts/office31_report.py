@@ -366,7 +366,7 @@ def _weights_reading(ours: dict) -> str:
 
 def momentum_check(runs: pd.DataFrame) -> list[str]:
     """DMP with the class weights' mean prediction averaged across refreshes (``mean_prediction_momentum`` 0.9, the
-    demo's stabiliser; ``scripts/office31_partial_checks.sh``) beside the table's DMP (the paper's weights), on the
+    demo's stabiliser; ``scripts/office31_checks.sh``) beside the table's DMP (the paper's weights), on the
     seeds the check ran: accuracy and the runs where a target class ends at ``COLLAPSE`` % or less."""
     check = _runs("checks/momentum_0.9/*/*/seed*/metrics.json")
     if check.empty:
@@ -386,7 +386,7 @@ def momentum_check(runs: pd.DataFrame) -> list[str]:
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {avg} | {low} of {len(part)} |")
     return ["The class weights' momentum on real data (`mean_prediction_momentum` 0.9, as measured on the demo "
             "in the section \"The partial setting's lock-in\" below), DMP, seeds "
-            f"{', '.join(map(str, seeds))}, `scripts/office31_partial_checks.sh`. " + _provenance(check), "", *lines,
+            f"{', '.join(map(str, seeds))}, `scripts/office31_checks.sh`. " + _provenance(check), "", *lines,
             "", _momentum_reading(counts), ""]
 
 
@@ -459,7 +459,7 @@ def confusable_pairs(top: int = 3) -> list[str]:
 
 
 def pada_check(runs: pd.DataFrame) -> list[str]:
-    """PADA with the official code's weighted cross-entropy (``scripts/office31_partial_checks.sh``) beside the
+    """PADA with the official code's weighted cross-entropy (``scripts/office31_checks.sh``) beside the
     table's PADA (the paper's objective) and source-only, on the seeds the check ran."""
     check = _runs("checks/pada_ce_code/*/*/seed*/metrics.json")
     if check.empty:
@@ -474,7 +474,7 @@ def pada_check(runs: pd.DataFrame) -> list[str]:
     return ["PADA's cross-entropy as the official code weights it (`pada_ce=code`: sum gamma CE / sum gamma, where the "
             "paper's objective averages gamma CE over the batch and so shrinks the supervised term with gamma), "
             f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}, "
-            "`scripts/office31_partial_checks.sh`. " + _provenance(check), "", *lines, ""]
+            "`scripts/office31_checks.sh`. " + _provenance(check), "", *lines, ""]
 
 
 def _class_weight_split(method: str):
