@@ -11,6 +11,8 @@
 # and, for stages_5_on_v20 (the same with 20 stored crops per image, each drawn about twice in 40 epochs):
 #   python -m dmp data extract-features office31 --out-name office31_lite0_s5v20_t128 --backbone efficientnet_lite0 \
 #       --resize 146 --crop 128 --views 20 --trunk-stage 5
+# stages_5_on_v20_sgd is stages_5_on_v20 with the optimiser of the papers the paper's ResNet-50, DANN and CDAN+E rows
+# cite (SGD; scripts/office31_checks.sh, check sgd_protocol, has it for the head-only form).
 # Usage: [SEEDS="0 1 2"] [ONLY="stages_5_on ..."] [METHODS="source_only dmp"] [TASKS="A-W"] [EXTRA="key=value ..."]
 #        scripts/office31_departures.sh [JOBS]
 #   (JOBS trainings side by side, 1 thread each; default 2; ONLY: the departures to run, default all; METHODS: also
@@ -23,6 +25,7 @@ cd "$(dirname "$0")/.."
 JOBS=${1:-2}
 PY=${PY:-.venv/bin/python}
 OUT=results/office31_lite/departures
+SGD="optimizer=sgd lr=0.01 momentum=0.9 weight_decay=5e-4 lr_schedule=anneal"  # the optimiser of the paper's cited rows
 jobs=()
 for seed in ${SEEDS:-0 1 2}; do
   for task in ${TASKS:-A-W}; do
@@ -32,6 +35,7 @@ for seed in ${SEEDS:-0 1 2}; do
       jobs+=("no_views_224 $task dataset=office31_lite0_t224 method=$method seed=$seed")
       jobs+=("stages_5_on $task dataset=office31_lite0_s5_t128 method=$method seed=$seed")
       jobs+=("stages_5_on_v20 $task dataset=office31_lite0_s5v20_t128 method=$method seed=$seed")
+      jobs+=("stages_5_on_v20_sgd $task dataset=office31_lite0_s5v20_t128 $SGD method=$method seed=$seed")
     done
   done
 done
