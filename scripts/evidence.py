@@ -124,7 +124,7 @@ def main(argv=None):
             pass
     if "geometry" in args.study and not args.report_only:
         print(f"geometry.json written for {write_geometry(out_root)} run(s)")
-    Path(args.report).write_text(render(collect(out_root), collect_prototypes(out_root), out_root.parent / "weights",
+    Path(args.report).write_text(render(collect(out_root), collect_prototypes(out_root),
                                         collect_geometry(out_root)))
     print(Path(args.report).read_text())
 

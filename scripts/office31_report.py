@@ -364,9 +364,9 @@ def sgd_check(runs: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
             label = f"{name}, {opt}" + (", the table's runs" if opt == "Adam" else "")
             lines.append(f"| {label} | " + " | ".join(cells) + f" | {text} |")
     return ["### The optimiser of the rows the paper compares with", "",
-            "The paper's ResNet-50, DANN and CDAN+E rows on Office-31 cite other papers (ResNet-50 \\cite{he2016deep}, "
-            "DANN \\cite{ganin2016domain}, CDAN+E \\cite{long2018conditional}; the numbers and their deviations "
-            "are those papers'), whose protocol fine-tunes with SGD (momentum 0.9, weight decay 5e-4, lr 0.01 "
+            "The paper's ResNet-50, DANN and CDAN+E rows on Office-31 carry citations (He et al., Ganin et al., Long "
+            "et al.'s CDAN) and are the numbers, deviations included, that the CDAN paper and the papers before it "
+            "print, whose protocol fine-tunes with SGD (momentum 0.9, weight decay 5e-4, lr 0.01 "
             "annealed as lr / (1 + 10 p)^0.75, the backbone at 0.1x); DMP's own rows use Adam 2e-4. So each "
             "printed gain over the ResNet-50 row pairs DMP trained with Adam with source-only trained with SGD. "
             "Check `sgd_protocol` (`scripts/office31_checks.sh`) trains the table's methods with that SGD on the "

@@ -9,9 +9,9 @@ from scripts_module import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "results" / "evidence" / "runs"
-# Lines that depend on this clone rather than on the runs: the weights files are made on demand (not committed), and
-# whether each run's commit is in the clone's history depends on how it was cloned.
-LOCAL = ("Pre-trained small CNNs", "Seeds: ")
+# Lines that depend on this clone rather than on the runs: whether each run's commit is in the clone's history depends
+# on how it was cloned.
+LOCAL = ("Seeds: ",)
 
 
 def _stable(text: str) -> list[str]:
@@ -21,8 +21,7 @@ def _stable(text: str) -> list[str]:
 @pytest.mark.skipif(not RUNS.exists(), reason="no committed evidence runs")
 def test_evidence_md_is_rendered_from_the_committed_runs():
     report = load_script("evidence_report")
-    text = report.render(report.collect(RUNS), report.collect_prototypes(RUNS), RUNS.parent / "weights",
-                         report.collect_geometry(RUNS))
+    text = report.render(report.collect(RUNS), report.collect_prototypes(RUNS), report.collect_geometry(RUNS))
     assert _stable(text) == _stable((ROOT / "docs" / "evidence.md").read_text())
 
 
@@ -167,3 +166,16 @@ def test_rows_of_other_data_weights_or_code_are_flagged_row_by_row(tmp_path):
     lines = report.versions(report.collect(tmp_path).query("study == 'main'"), "method")
     assert lines == (["Every row: data version aaaa; backbone weights sha256 not recorded; code version (hash of "
                       "dmp/) c1.", ""], [])
+
+
+def test_the_weights_line_counts_what_the_runs_recorded():
+    """Each file with the sha256 its runs recorded (recorded ones first), runs that recorded none counted apart, and
+    runs that load no file (identity backbone) left out."""
+    import pandas as pd
+    report = load_script("evidence_report")
+    rows = [dict(weights="aaaa", weights_file="cnn.pt")] * 2 + [dict(weights="not recorded", weights_file="cnn.pt")] * 3 \
+        + [dict(weights="bbbb", weights_file="gn.pt")] + [dict(weights="none", weights_file="")] * 4
+    line = report.weights_line(pd.DataFrame(rows))[0]
+    assert line.endswith("as the runs recorded them: `cnn.pt` sha256 aaaa (2 runs), not recorded (3 runs); `gn.pt` "
+                         "sha256 bbbb (1 runs). Each table's version line names the file its rows loaded.")
+    assert report.weights_line(pd.DataFrame([dict(weights="none", weights_file="")])) == []

@@ -11,14 +11,22 @@ TASKS = ["A->W", "D->W", "W->D", "A->D", "D->A", "W->A"]
 NAMES = {"A": "amazon", "D": "dslr", "W": "webcam"}
 
 
-def _write(root, method, seed, task, acc, folder="runs/o31/vanilla/{t}/{m}/G/full-full/seed{s}"):
+def _write(root, method, seed, task, acc, folder="runs/o31/vanilla/{t}/{m}/G/full-full/seed{s}", **extra):
     src, tgt = task.split("->")
     path = root / folder.format(t=task.replace("->", "-"), m=method, s=seed) / "metrics.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"accuracy": acc, "git_commit": "abc123def456", "dataset_version": "v1",
                                 "weights_sha256": "f" * 64, "seconds_per_epoch": 1.0,
                                 "config": {"dataset": "o31", "method": method, "seed": seed,
-                                           "source": NAMES[src], "target": NAMES[tgt]}}))
+                                           "source": NAMES[src], "target": NAMES[tgt]}, **extra}))
+
+
+def _study(root):
+    """The study's runs, seeds 0 and 1: source-only 50 + i + s, DMP 60 + 2 i + 3 s on task i (Avg 52.5 + s, 65 + 3 s)."""
+    for s in (0, 1):
+        for i, t in enumerate(TASKS):
+            _write(root, "source_only", s, t, 50.0 + i + s)
+            _write(root, "dmp", s, t, 60.0 + 2 * i + 3 * s)
 
 
 def test_gains_and_departures_are_computed_from_the_runs(tmp_path, monkeypatch):
@@ -138,3 +146,55 @@ def test_dann_and_pada_are_read_against_source_only_of_the_same_seeds(tmp_path, 
     assert ("DANN -30.5 (paper -0.6), PADA +12.0 (paper +5.6); PADA's weights take back +42.5 points of DANN's "
             "(paper +6.2)") in text
     assert "(DANN gains +4.5 in the vanilla table of the same form)" in text
+
+
+def test_the_a_w_departure_rows_read_only_a_w(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study(tmp_path)
+    dep = "departures/no_views/{t}/{m}/seed{s}"
+    _write(tmp_path, "source_only", 0, "A->W", 40.0, dep)
+    _write(tmp_path, "dmp", 0, "A->W", 47.5, dep)
+    _write(tmp_path, "source_only", 0, "D->W", 90.0, dep)      # another task of the same departure: not A->W's row
+    row = next(line for line in report.section() if line.startswith("| no augmentation"))
+    assert row.endswith("| 40.0 | – | 47.5 | 7.5 | -3.5 (against the study) | 1 |")
+
+
+def test_the_deeper_fine_tune_on_six_tasks_its_gains_and_its_curves(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study(tmp_path)
+    dep = "departures/stages_5_on_v20/{t}/{m}/seed{s}"
+    log = [{"iteration": 0, "epoch": 0.0, "accuracy": 5.0}, {"iteration": 50, "epoch": 5.0, "accuracy": 70.0},
+           {"iteration": 100, "epoch": 10.0, "accuracy": 60.0}]
+    for i, t in enumerate(TASKS):                  # seed 0: source-only 40 + i, DMP 50 + 2 i (Avg 42.5, 55)
+        _write(tmp_path, "source_only", 0, t, 40.0 + i, dep)
+        _write(tmp_path, "dmp", 0, t, 50.0 + 2 * i, dep, **({"accuracy_log": log} if t == "D->W" else {}))
+    _write(tmp_path, "source_only", 1, "A->W", 99.0, dep)     # seed 1 ran one task only: not in the six-task table
+    lines = report.section()
+    at = lines.index("### The deeper fine-tune on the six tasks")
+    part = lines[at:]
+    assert next(line for line in part if line.startswith("| Source only |")).endswith("| 42.5 | 1 |")
+    # gain 12.5 against the paper's +11.3 (DMP 87.4 - ResNet-50 76.1): within 2 points; DMP above on every task
+    assert "| DMP - Source only | 12.5 | +11.3 | +1.2 | yes | 6 of 6 |" in part
+    # against the study's seed 0 (source-only 52.5, DMP 65.0, gain 12.5), not its two-seed means
+    assert any("Source only 52.5 -> 42.5; DMP 65.0 -> 55.0 (gain +12.5 -> +12.5, paper +11.3)" in line for line in part)
+    # DMP D->W (52): first 5.0 at epoch 0, peak 70.0 at epoch 5, last iterate 52.0
+    assert "| DMP | D->W | 5.0 (0.0) | 70.0 (5.0) | 52.0 | -18.0 |" in part
+    assert any("DMP -18.0 (1 runs)" in line for line in part)
+
+
+def test_the_sgd_check_pairs_each_optimiser_s_gains(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study(tmp_path)
+    chk = "checks/sgd_protocol/{t}/{m}/seed{s}"
+    for i, t in enumerate(TASKS):                  # seed 0 with SGD: source-only 45 + i, DMP 60 + i (Avg 47.5, 62.5)
+        _write(tmp_path, "source_only", 0, t, 45.0 + i, chk)
+        _write(tmp_path, "dmp", 0, t, 60.0 + i, chk)
+    lines = report.section()
+    # Adam seed 0: source-only 52.5, DMP 65.0
+    assert next(line for line in lines if line.startswith("| Source only, SGD |")).endswith("| 47.5 |")
+    assert next(line for line in lines if line.startswith("| DMP, Adam, the table's runs |")).endswith("| 65.0 |")
+    assert any("DMP: Adam +12.5, SGD +15.0, Adam against SGD's source-only +17.5 (paper +11.3)" in line
+               for line in lines)
