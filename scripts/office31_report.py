@@ -269,10 +269,7 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict) -> lis
     beside the paper's, the gains, what changes against the study's head-only form (``vanilla``: its per-seed
     averages, :func:`study_table`), and the target accuracy during training where a run measured it."""
     runs = dep[dep["path"].map(lambda p: p[1]) == DEEPER] if len(dep) else dep
-    if runs.empty:
-        return []
-    so = runs[runs["method"] == "source_only"]
-    seeds = [s for s, g in so.groupby("seed") if set(g["task"]) >= set(TASKS)]
+    seeds = _six_task_seeds(runs)
     if not seeds:
         return []
     runs = runs[runs["seed"].isin(seeds)]
@@ -284,6 +281,14 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict) -> lis
             "`scripts/office31_departures.sh`). " + _provenance(runs), "", *table, "",
             *(["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""] if gains else []),
             *_deeper_reading(avgs, vanilla, paper), *trajectory(runs)]
+
+
+def _six_task_seeds(runs: pd.DataFrame) -> list[int]:
+    """The seeds whose source-only ran all six tasks (none without runs)."""
+    if runs.empty:
+        return []
+    so = runs[runs["method"] == "source_only"]
+    return [s for s, g in so.groupby("seed") if set(g["task"]) >= set(TASKS)]
 
 
 def _deeper_reading(deep: dict, head: dict, paper: pd.DataFrame) -> list[str]:
@@ -343,10 +348,7 @@ def sgd_check(runs: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
     on the same seeds: the gains within each optimiser, and DMP (Adam) against source-only (SGD), the pairing the
     paper's printed gain makes."""
     check = _runs("checks/sgd_protocol/*/*/seed*/metrics.json")
-    if check.empty:
-        return []
-    so = check[check["method"] == "source_only"]
-    seeds = [s for s, g in so.groupby("seed") if set(g["task"]) >= set(TASKS)]
+    seeds = _six_task_seeds(check)
     if not seeds:
         return []
     check, adam = check[check["seed"].isin(seeds)], runs[runs["seed"].isin(seeds)]
