@@ -35,8 +35,11 @@ DEPARTURES = {
                        "twice in the 40 epochs: nearly the paper's fresh crop per step)",
     "stages_5_on_v20_sgd": "the same with SGD (momentum 0.9, weight decay 5e-4, lr 0.01 annealed, the backbone at "
                            "0.1x), the optimiser of the papers the paper's ResNet-50, DANN and CDAN+E rows cite",
+    "stages_5_on_v20_lr0": "the same with the backbone's weights held (backbone_lr_mult = 0), its BatchNorm layers "
+                           "tracking the source's statistics in training mode as before",
 }
-BASE = {"no_views_224": "no_views", "stages_5_on_v20": "stages_5_on", "stages_5_on_v20_sgd": "stages_5_on_v20"}
+BASE = {"no_views_224": "no_views", "stages_5_on_v20": "stages_5_on", "stages_5_on_v20_sgd": "stages_5_on_v20",
+        "stages_5_on_v20_lr0": "stages_5_on_v20"}
 """The form a departure's change of the gain is measured against (the study's form where not listed)."""
 
 
