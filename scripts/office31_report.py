@@ -258,7 +258,7 @@ def section() -> list[str]:
               "`scripts/office31_departures.sh` runs them); each form reads its own stored data (the dataset "
               "column), made from the same images with the same weights file:", "", *dep_lines, "",
               *diagnosis(avgs, paper, dep_gains), ""]
-    return lines + deeper_section(dep, paper, avgs) + sgd_check(runs, paper) + partial_section(avgs)
+    return lines + deeper_section(dep, paper, avgs, runs) + sgd_check(runs, paper) + partial_section(avgs)
 
 
 DEEPER = "stages_5_on_v20"
@@ -267,10 +267,11 @@ DEEPER_METHODS = {"source_only": "Source only", "source_only_bn": "Source only, 
                   "dmp": "DMP"}
 
 
-def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict) -> list[str]:
+def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict, study: pd.DataFrame) -> list[str]:
     """The deeper fine-tune (:data:`DEEPER`) on the six tasks, on the seeds whose source-only ran all six: the table
     beside the paper's, the gains, what changes against the study's head-only form (``vanilla``: its per-seed
-    averages, :func:`study_table`), and the target accuracy during training where a run measured it."""
+    averages, :func:`study_table`; ``study``: its runs), source-only by what adapts, and the target accuracy during
+    training where a run measured it."""
     runs = dep[dep["path"].map(lambda p: p[1]) == DEEPER] if len(dep) else dep
     seeds = _six_task_seeds(runs)
     if not seeds:
@@ -283,7 +284,7 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict) -> lis
             f"{', '.join(map(str, seeds))}, the same preset and schedule (`TASKS=\"A-W D-W W-D A-D D-A W-A\"` for "
             "`scripts/office31_departures.sh`). " + _provenance(runs), "", *table, "",
             *(["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""] if gains else []),
-            *_deeper_reading(avgs, vanilla, paper), *trajectory(runs)]
+            *_deeper_reading(avgs, vanilla, paper), *source_only_forms(dep, study), *trajectory(runs)]
 
 
 def _six_task_seeds(runs: pd.DataFrame) -> list[int]:
@@ -313,6 +314,32 @@ def _deeper_reading(deep: dict, head: dict, paper: pd.DataFrame) -> list[str]:
         parts.append(text)
     return [f"**Head-only against the deeper fine-tune** (Avg of the 6 tasks, the same seeds): {'; '.join(parts)}.",
             ""]
+
+
+SO_FORMS = {"study": "head only (the study's)", "stages_5_on_v20_lr0": "stages 5-6, weights held (lr 0)",
+            DEEPER: "stages 5-6, Adam (the form above)", "stages_5_on_v20_sgd": "stages 5-6, SGD"}
+
+
+def source_only_forms(dep: pd.DataFrame, study: pd.DataFrame) -> list[str]:
+    """Source-only on each task and seed where a deeper form other than :data:`DEEPER` ran it: the study's head-only
+    run, the deeper form with the backbone's weights held (its BatchNorm layers still tracking the source), with
+    Adam and with SGD; "–" where a form has no run."""
+    so = dep[dep["method"] == "source_only"] if len(dep) else dep
+    if so.empty:
+        return []
+    form = so["path"].map(lambda p: p[1])
+    keys = sorted({(t, s) for t, s, f in zip(so["task"], so["seed"], form) if f in SO_FORMS and f != DEEPER},
+                  key=lambda k: (TASKS.index(k[0]), k[1]))
+    if not keys:
+        return []
+    cells = {("study", t, s): a for t, s, a in zip(*(study[study["method"] == "source_only"][c]
+                                                     for c in ("task", "seed", "accuracy")))}
+    cells.update({(f, t, s): a for f, t, s, a in zip(form, so["task"], so["seed"], so["accuracy"])})
+    lines = ["| task | seed | " + " | ".join(SO_FORMS.values()) + " |", "|---|---|" + "---|" * len(SO_FORMS)]
+    for t, s in keys:
+        lines.append(f"| {t} | {s} | " + " | ".join(
+            f"{cells[(f, t, s)]:.1f}" if (f, t, s) in cells else "–" for f in SO_FORMS) + " |")
+    return ["Source-only by what adapts (target accuracy, last iterate):", "", *lines, ""]
 
 
 def trajectory(runs: pd.DataFrame) -> list[str]:

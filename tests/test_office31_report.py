@@ -198,3 +198,18 @@ def test_the_sgd_check_pairs_each_optimiser_s_gains(tmp_path, monkeypatch):
     assert next(line for line in lines if line.startswith("| DMP, Adam, the table's runs |")).endswith("| 65.0 |")
     assert any("DMP: Adam +12.5, SGD +15.0, Adam against SGD's source-only +17.5 (paper +11.3)" in line
                for line in lines)
+
+
+def test_source_only_by_what_adapts_pairs_each_form_s_run_of_the_same_task_and_seed(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study(tmp_path)                                   # head-only source-only: 50 + i + s (D->A, seed 0: 54)
+    dep = "departures/{d}/{t}/{m}/seed{s}"
+    for i, t in enumerate(TASKS):
+        _write(tmp_path, "source_only", 0, t, 40.0 + i, dep.replace("{d}", "stages_5_on_v20"))
+    _write(tmp_path, "source_only", 0, "D->A", 51.0, dep.replace("{d}", "stages_5_on_v20_lr0"))
+    _write(tmp_path, "source_only", 1, "A->W", 47.0, dep.replace("{d}", "stages_5_on_v20_sgd"))
+    lines = report.section()
+    assert "| A->W | 1 | 51.0 | – | – | 47.0 |" in lines                    # the study's seed 1; no deeper Adam run
+    assert "| D->A | 0 | 54.0 | 51.0 | 44.0 | – |" in lines
+    assert not any(line.startswith("| W->A | 0 |") for line in lines)      # only the form itself ran there
