@@ -213,3 +213,20 @@ def test_source_only_by_what_adapts_pairs_each_form_s_run_of_the_same_task_and_s
     assert "| A->W | 1 | 51.0 | – | – | 47.0 |" in lines                    # the study's seed 1; no deeper Adam run
     assert "| D->A | 0 | 54.0 | 51.0 | 44.0 | – |" in lines
     assert not any(line.startswith("| W->A | 0 |") for line in lines)      # only the form itself ran there
+    # D->A seed 0: head-only 54, weights held 51 (-3.0), fine-tuned 44 (-10.0): 7 points apart, so not the statistics
+    assert any(line.startswith("**Why source-only falls in the deeper form** (D->A seed 0): against the head-only "
+                               "form, -10.0 points with the stages fine-tuned and -3.0 with their weights held; the "
+                               "weights held do not give the same fall") for line in lines)
+
+
+def test_a_fall_that_comes_with_the_weights_held_is_read_as_the_statistics(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study(tmp_path)
+    dep = "departures/{d}/{t}/{m}/seed{s}"
+    for i, t in enumerate(TASKS):                      # D->A: head-only 54, fine-tuned 44, weights held 45
+        _write(tmp_path, "source_only", 0, t, 40.0 + i, dep.replace("{d}", "stages_5_on_v20"))
+    _write(tmp_path, "source_only", 0, "D->A", 45.0, dep.replace("{d}", "stages_5_on_v20_lr0"))
+    assert any(line.startswith("**Why source-only falls in the deeper form** (D->A seed 0): against the head-only "
+                               "form, -10.0 points with the stages fine-tuned and -9.0 with their weights held; the "
+                               "fall comes with the weights held: it is the BatchNorm layers") for line in report.section())
