@@ -162,6 +162,10 @@ PARAMS: dict[str, Param] = {
                              and all(isinstance(x, int) and x > 0 for x in v), "a list of positive ints"),
     "manifold_bn": Param(True, "BatchNorm1d after each manifold layer's Linear (the authors' DRMEA code; the paper "
                          "names only the activations)", **_choice(True, False)),
+    "backbone_bn": Param("train", "the backbone's BatchNorm layers while training: train = batch statistics, running "
+                         "statistics re-estimated on the training batches (PyTorch's default; the paper does not say); "
+                         "frozen = the pre-trained running statistics throughout (eval mode; their affine weights "
+                         "still learn)", **_choice("train", "frozen")),
     "standardize": Param(False, "z-score input features with source statistics (feature datasets)",
                          **_choice(True, False)),
     "sample_norm": Param(False, "array/feature datasets: scale each sample to zero mean and unit variance (the "

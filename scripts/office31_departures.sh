@@ -14,7 +14,8 @@
 # stages_5_on_v20_sgd is stages_5_on_v20 with the optimiser of the papers the paper's ResNet-50, DANN and CDAN+E rows
 # cite (SGD; scripts/office31_checks.sh, check sgd_protocol, has it for the head-only form); stages_5_on_v20_lr0 is it
 # with the backbone's weights held (backbone_lr_mult = 0) while its BatchNorm layers still track the source's
-# statistics in training mode: what the statistics alone do.
+# statistics in training mode: what the statistics alone do; stages_5_on_v20_bnfrozen keeps the backbone's BatchNorm
+# layers on their ImageNet statistics (backbone_bn = frozen) while the weights fine-tune.
 # Usage: [SEEDS="0 1 2"] [ONLY="stages_5_on ..."] [METHODS="source_only dmp"] [TASKS="A-W"] [EXTRA="key=value ..."]
 #        scripts/office31_departures.sh [JOBS]
 #   (JOBS trainings side by side, 1 thread each; default 2; ONLY: the departures to run, default all; METHODS: also
@@ -39,6 +40,7 @@ for seed in ${SEEDS:-0 1 2}; do
       jobs+=("stages_5_on_v20 $task dataset=office31_lite0_s5v20_t128 method=$method seed=$seed")
       jobs+=("stages_5_on_v20_sgd $task dataset=office31_lite0_s5v20_t128 $SGD method=$method seed=$seed")
       jobs+=("stages_5_on_v20_lr0 $task dataset=office31_lite0_s5v20_t128 backbone_lr_mult=0 method=$method seed=$seed")
+      jobs+=("stages_5_on_v20_bnfrozen $task dataset=office31_lite0_s5v20_t128 backbone_bn=frozen method=$method seed=$seed")
     done
   done
 done

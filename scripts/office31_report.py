@@ -37,9 +37,11 @@ DEPARTURES = {
                            "0.1x), the optimiser of the papers the paper's ResNet-50, DANN and CDAN+E rows cite",
     "stages_5_on_v20_lr0": "the same with the backbone's weights held (backbone_lr_mult = 0), its BatchNorm layers "
                            "tracking the source's statistics in training mode as before",
+    "stages_5_on_v20_bnfrozen": "the same with the backbone's BatchNorm layers on their ImageNet statistics "
+                                "(backbone_bn = frozen) while its weights fine-tune",
 }
 BASE = {"no_views_224": "no_views", "stages_5_on_v20": "stages_5_on", "stages_5_on_v20_sgd": "stages_5_on_v20",
-        "stages_5_on_v20_lr0": "stages_5_on_v20"}
+        "stages_5_on_v20_lr0": "stages_5_on_v20", "stages_5_on_v20_bnfrozen": "stages_5_on_v20"}
 """The form a departure's change of the gain is measured against (the study's form where not listed)."""
 
 

@@ -24,11 +24,23 @@ class DMPNet(nn.Module):
     """``forward(x) -> (features, logits)`` with ``features`` the list of manifold-layer outputs ``[n, d_l]``."""
 
     def __init__(self, backbone: nn.Module, backbone_dim: int, dims: list[int], num_classes: int,
-                 batch_norm: bool = True):
+                 batch_norm: bool = True, backbone_bn: str = "train"):
         super().__init__()
         self.backbone = backbone
         self.manifold = manifold_layers(backbone_dim, dims, batch_norm)
         self.classifier = nn.Linear(dims[-1], num_classes)
+        self.backbone_bn = backbone_bn
+
+    def train(self, mode: bool = True):
+        """``backbone_bn`` = ``frozen``: the backbone's BatchNorm layers stay in eval mode whatever ``mode`` (they
+        normalise with their pre-trained running statistics and never update them; their affine weights still
+        learn at the backbone's lr); ``train``: PyTorch's default, every layer follows ``mode``."""
+        super().train(mode)
+        if self.backbone_bn == "frozen":
+            for m in self.backbone.modules():
+                if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                    m.eval()
+        return self
 
     def forward(self, x: torch.Tensor):
         h = self.backbone(x)

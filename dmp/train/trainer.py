@@ -92,7 +92,7 @@ class Trainer:
                                         in_channels=task.in_channels, in_dim=task.in_dim)
         self.weights_file = getattr(backbone, "weights_file", None)  # hashed into metrics.json, whatever its route
         self.model = DMPNet(backbone, bdim, cfg["bottleneck_dims"], task.num_classes,
-                            cfg["manifold_bn"]).to(self.device)
+                            cfg["manifold_bn"], cfg["backbone_bn"]).to(self.device)
         # GPU execution (docs/benchmarks.md): NHWC convolutions for the ResNets and page-locked batches copied
         # asynchronously on CUDA; bf16 autocast on the forward passes when precision = bf16 (:meth:`forward`).
         self.channels_last = self.device.type == "cuda" and cfg["backbone"].startswith("resnet")
