@@ -200,7 +200,7 @@ def test_the_sgd_check_pairs_each_optimiser_s_gains(tmp_path, monkeypatch):
                for line in lines)
 
 
-def test_source_only_by_what_adapts_pairs_each_form_s_run_of_the_same_task_and_seed(tmp_path, monkeypatch):
+def test_by_what_adapts_pairs_each_form_s_run_of_the_same_task_and_seed(tmp_path, monkeypatch):
     report = load_script("office31_report")
     monkeypatch.setattr(report, "STUDY", tmp_path)
     _study(tmp_path)                                   # head-only source-only: 50 + i + s (D->A, seed 0: 54)
@@ -210,9 +210,10 @@ def test_source_only_by_what_adapts_pairs_each_form_s_run_of_the_same_task_and_s
     _write(tmp_path, "source_only", 0, "D->A", 51.0, dep.replace("{d}", "stages_5_on_v20_lr0"))
     _write(tmp_path, "source_only", 1, "A->W", 47.0, dep.replace("{d}", "stages_5_on_v20_sgd"))
     lines = report.section()
-    assert "| A->W | 1 | 51.0 | – | – | 47.0 |" in lines                    # the study's seed 1; no deeper Adam run
-    assert "| D->A | 0 | 54.0 | 51.0 | 44.0 | – |" in lines
-    assert not any(line.startswith("| W->A | 0 |") for line in lines)      # only the form itself ran there
+    assert "| Source only | A->W | 1 | 51.0 | – | – | 47.0 | – |" in lines     # the study's seed 1; no deeper Adam run
+    assert "| Source only | D->A | 0 | 54.0 | 51.0 | 44.0 | – | – |" in lines
+    assert not any(line.startswith("| Source only | W->A | 0 |") for line in lines)   # only the form itself ran there
+    assert not any(line.startswith("| DMP |") for line in lines[lines.index("### The deeper fine-tune on the six tasks"):])
     # D->A seed 0: head-only 54, weights held 51 (-3.0), fine-tuned 44 (-10.0): 7 points apart, so not the statistics
     assert any(line.startswith("**Why source-only falls in the deeper form** (D->A seed 0): against the head-only "
                                "form, -10.0 points with the stages fine-tuned and -3.0 with their weights held; the "
@@ -227,6 +228,8 @@ def test_a_fall_that_comes_with_the_weights_held_is_read_as_the_statistics(tmp_p
     for i, t in enumerate(TASKS):                      # D->A: head-only 54, fine-tuned 44, weights held 45
         _write(tmp_path, "source_only", 0, t, 40.0 + i, dep.replace("{d}", "stages_5_on_v20"))
     _write(tmp_path, "source_only", 0, "D->A", 45.0, dep.replace("{d}", "stages_5_on_v20_lr0"))
+    _write(tmp_path, "dmp", 0, "D->A", 70.5, dep.replace("{d}", "stages_5_on_v20_bnfrozen"))
+    assert "| DMP | D->A | 0 | 68.0 | – | – | – | 70.5 |" in report.section()     # the study's DMP D->A seed 0: 60 + 8
     assert any(line.startswith("**Why source-only falls in the deeper form** (D->A seed 0): against the head-only "
                                "form, -10.0 points with the stages fine-tuned and -9.0 with their weights held; the "
                                "fall comes with the weights held: it is the BatchNorm layers") for line in report.section())
