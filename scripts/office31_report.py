@@ -286,7 +286,7 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict, study:
             f"{', '.join(map(str, seeds))}, the same preset and schedule (`TASKS=\"A-W D-W W-D A-D D-A W-A\"` for "
             "`scripts/office31_departures.sh`). " + _provenance(runs), "", *table, "",
             *(["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""] if gains else []),
-            *_deeper_reading(avgs, vanilla, paper), *by_what_adapts(dep, study), *trajectory(runs)]
+            *_deeper_reading(avgs, vanilla, paper), *by_what_adapts(dep, study, paper), *trajectory(runs)]
 
 
 def _six_task_seeds(runs: pd.DataFrame) -> list[int]:
@@ -318,12 +318,14 @@ def _deeper_reading(deep: dict, head: dict, paper: pd.DataFrame) -> list[str]:
             ""]
 
 
+FROZEN = "stages_5_on_v20_bnfrozen"
+"""The deeper form with the backbone's BatchNorm layers frozen on their ImageNet statistics."""
 FORMS = {"study": "head only (the study's)", "stages_5_on_v20_lr0": "stages 5-6, weights held (lr 0)",
          DEEPER: "stages 5-6, Adam (the form above)", "stages_5_on_v20_sgd": "stages 5-6, SGD",
-         "stages_5_on_v20_bnfrozen": "stages 5-6, BatchNorm on ImageNet statistics"}
+         FROZEN: "stages 5-6, BatchNorm on ImageNet statistics"}
 
 
-def by_what_adapts(dep: pd.DataFrame, study: pd.DataFrame) -> list[str]:
+def by_what_adapts(dep: pd.DataFrame, study: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
     """Source-only and DMP on each task and seed where a deeper form other than :data:`DEEPER` ran them: the study's
     head-only run, the deeper form with the backbone's weights held (its BatchNorm layers still tracking the source),
     with Adam, with SGD, and with the backbone's BatchNorm on its ImageNet statistics; "–" where a form has no run."""
@@ -345,7 +347,28 @@ def by_what_adapts(dep: pd.DataFrame, study: pd.DataFrame) -> list[str]:
             f"{cells[(f, m, t, s)]:.1f}" if (f, m, t, s) in cells else "–" for f in FORMS) + " |")
     so = {(f, t, s): a for (f, m, t, s), a in cells.items() if m == "source_only"}
     return ["Source-only and DMP by what adapts (target accuracy, last iterate):", "", *lines, "",
-            *_statistics_reading(so, [(t, s) for m, t, s in keys if m == "source_only"])]
+            *_statistics_reading(so, [(t, s) for m, t, s in keys if m == "source_only"]),
+            *_frozen_reading(cells, sorted({(t, s) for _, t, s in keys}, key=lambda k: (TASKS.index(k[0]), k[1])),
+                             paper)]
+
+
+def _frozen_reading(cells: dict, keys: list, paper: pd.DataFrame) -> list[str]:
+    """Over the tasks and seeds where source-only and DMP ran head-only, in the deeper form and in it with the
+    backbone's BatchNorm frozen: the mean of each accuracy and of DMP's gain per form, beside the paper's mean gain
+    on those tasks."""
+    forms, methods = ("study", DEEPER, FROZEN), ("source_only", "dmp")
+    keys = [(t, s) for t, s in keys if all((f, m, t, s) in cells for f in forms for m in methods)]
+    if not keys:
+        return []
+
+    def mean(f, m):
+        return sum(cells[(f, m, t, s)] for t, s in keys) / len(keys)
+    paper_gain = sum(paper.loc["dmp", t] - paper.loc["source_only", t] for t, _ in keys) / len(keys)
+    parts = [f"{FORMS[f]}: source-only {mean(f, 'source_only'):.1f}, DMP {mean(f, 'dmp'):.1f}, gain "
+             f"{mean(f, 'dmp') - mean(f, 'source_only'):+.1f}" for f in forms]
+    return [f"**The deeper form with the backbone's BatchNorm on its ImageNet statistics** (mean over "
+            f"{', '.join(f'{t} seed {s}' for t, s in keys)}): " + "; ".join(parts) + f". The paper's gain on these "
+            f"tasks: {paper_gain:+.1f}.", ""]
 
 
 def _statistics_reading(cells: dict, keys: list) -> list[str]:

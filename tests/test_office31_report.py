@@ -233,3 +233,24 @@ def test_a_fall_that_comes_with_the_weights_held_is_read_as_the_statistics(tmp_p
     assert any(line.startswith("**Why source-only falls in the deeper form** (D->A seed 0): against the head-only "
                                "form, -10.0 points with the stages fine-tuned and -9.0 with their weights held; the "
                                "fall comes with the weights held: it is the BatchNorm layers") for line in report.section())
+
+
+def test_the_frozen_batchnorm_reading_averages_the_tasks_every_form_ran(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study(tmp_path)                       # head-only seed 0: D->A source-only 54, DMP 68; W->A 55, 70
+    dep = "departures/{d}/{t}/{m}/seed{s}"
+    for i, t in enumerate(TASKS):          # the deeper form: source-only 40 + i, DMP 50 + 2 i
+        _write(tmp_path, "source_only", 0, t, 40.0 + i, dep.replace("{d}", "stages_5_on_v20"))
+        _write(tmp_path, "dmp", 0, t, 50.0 + 2 * i, dep.replace("{d}", "stages_5_on_v20"))
+    frozen = dep.replace("{d}", "stages_5_on_v20_bnfrozen")
+    for t, so, dmp in (("D->A", 56.0, 70.0), ("W->A", 58.0, 66.0)):
+        _write(tmp_path, "source_only", 0, t, so, frozen)
+        _write(tmp_path, "dmp", 0, t, dmp, frozen)
+    _write(tmp_path, "source_only", 0, "D->W", 90.0, frozen)       # DMP did not run frozen there: not averaged
+    line = next(x for x in report.section() if x.startswith("**The deeper form with the backbone's BatchNorm"))
+    # deeper: D->A 44, 58; W->A 45, 60. Paper gains: D->A 71.4 - 62.5 = 8.9, W->A 70.2 - 60.7 = 9.5 -> 9.2
+    assert line == ("**The deeper form with the backbone's BatchNorm on its ImageNet statistics** (mean over D->A seed "
+                    "0, W->A seed 0): head only (the study's): source-only 54.5, DMP 69.0, gain +14.5; stages 5-6, "
+                    "Adam (the form above): source-only 44.5, DMP 59.0, gain +14.5; stages 5-6, BatchNorm on ImageNet "
+                    "statistics: source-only 57.0, DMP 68.0, gain +11.0. The paper's gain on these tasks: +9.2.")
