@@ -110,7 +110,7 @@ def gain_table(avgs: dict, paper: pd.DataFrame, methods: dict = METHODS) -> list
         diff = gain.mean() - paper_gain
         lines.append(f"| {methods[method]} - Source only | {_fmt(gain)} | {paper_gain:+.1f} | {diff:+.1f} | "
                      f"{'yes' if abs(diff) <= GAIN_TOLERANCE else 'no'} | {above} of 6 |")
-    return lines
+    return lines if len(lines) > 2 else []       # no method ran all six tasks beside source-only
 
 
 def departure_table(study_runs: pd.DataFrame, dep: pd.DataFrame) -> tuple[list[str], dict]:
@@ -396,7 +396,7 @@ def trajectory(runs: pd.DataFrame) -> list[str]:
     rows = []
     for parts, method, task in zip(runs["path"], runs["method"], runs["task"]):
         m = json.loads(STUDY.joinpath(*parts).read_text())
-        log = m.get("accuracy_log") or []
+        log = [r for r in m.get("accuracy_log") or [] if r["iteration"] > 0]     # iteration 0: the untrained head
         if len(log) < 2:
             continue
         peak = max(log, key=lambda r: r["accuracy"])

@@ -165,8 +165,8 @@ def test_the_deeper_fine_tune_on_six_tasks_its_gains_and_its_curves(tmp_path, mo
     monkeypatch.setattr(report, "STUDY", tmp_path)
     _study(tmp_path)
     dep = "departures/stages_5_on_v20/{t}/{m}/seed{s}"
-    log = [{"iteration": 0, "epoch": 0.0, "accuracy": 5.0}, {"iteration": 50, "epoch": 5.0, "accuracy": 70.0},
-           {"iteration": 100, "epoch": 10.0, "accuracy": 60.0}]
+    log = [{"iteration": 0, "epoch": 0.0, "accuracy": 3.0}, {"iteration": 25, "epoch": 2.5, "accuracy": 5.0},
+           {"iteration": 50, "epoch": 5.0, "accuracy": 70.0}, {"iteration": 100, "epoch": 10.0, "accuracy": 60.0}]
     for i, t in enumerate(TASKS):                  # seed 0: source-only 40 + i, DMP 50 + 2 i (Avg 42.5, 55)
         _write(tmp_path, "source_only", 0, t, 40.0 + i, dep)
         _write(tmp_path, "dmp", 0, t, 50.0 + 2 * i, dep, **({"accuracy_log": log} if t == "D->W" else {}))
@@ -179,8 +179,8 @@ def test_the_deeper_fine_tune_on_six_tasks_its_gains_and_its_curves(tmp_path, mo
     assert "| DMP - Source only | 12.5 | +11.3 | +1.2 | yes | 6 of 6 |" in part
     # against the study's seed 0 (source-only 52.5, DMP 65.0, gain 12.5), not its two-seed means
     assert any("Source only 52.5 -> 42.5; DMP 65.0 -> 55.0 (gain +12.5 -> +12.5, paper +11.3)" in line for line in part)
-    # DMP D->W (52): first 5.0 at epoch 0, peak 70.0 at epoch 5, last iterate 52.0
-    assert "| DMP | D->W | 5.0 (0.0) | 70.0 (5.0) | 52.0 | -18.0 |" in part
+    # DMP D->W (52): first 5.0 at epoch 2.5 (iteration 0, the untrained head, is not read), peak 70.0 at epoch 5
+    assert "| DMP | D->W | 5.0 (2.5) | 70.0 (5.0) | 52.0 | -18.0 |" in part
     assert any("DMP -18.0 (1 runs)" in line for line in part)
 
 
