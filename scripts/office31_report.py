@@ -346,7 +346,9 @@ def by_what_adapts(dep: pd.DataFrame, study: pd.DataFrame, paper: pd.DataFrame) 
         lines.append(f"| {METHODS[m]} | {t} | {s} | " + " | ".join(
             f"{cells[(f, m, t, s)]:.1f}" if (f, m, t, s) in cells else "–" for f in FORMS) + " |")
     so = {(f, t, s): a for (f, m, t, s), a in cells.items() if m == "source_only"}
-    return ["Source-only and DMP by what adapts (target accuracy, last iterate):", "", *lines, "",
+    other = runs[form.isin([f for f in FORMS if f not in ("study", DEEPER)])]
+    return ["Source-only and DMP by what adapts (target accuracy, last iterate; the deeper forms' runs: "
+            + _provenance(other) + ")", "", *lines, "",
             *_statistics_reading(so, [(t, s) for m, t, s in keys if m == "source_only"]),
             *_frozen_reading(cells, sorted({(t, s) for _, t, s in keys}, key=lambda k: (TASKS.index(k[0]), k[1])),
                              paper)]
