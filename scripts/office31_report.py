@@ -164,7 +164,9 @@ def diagnosis(avgs: dict, paper: pd.DataFrame, gains: dict) -> list[str]:
             "of these" + _departure_reading(gains, paper) + " Not measured here: ResNet-50 itself (no ImageNet ResNet weights reach our machines; "
             "EfficientNet-Lite0's ImageNet top-1 is about ResNet-50's, 75 % against 76 %) and every layer "
             "fine-tuned at 224 px, the paper's protocol: `benchmarks/lite_cpu.py` gives its CPU cost "
-            "(docs/benchmarks.md), `benchmarks/gpu_office31.sh` runs it on a GPU."]
+            "(docs/benchmarks.md), `benchmarks/gpu_office31.sh` runs it on a GPU. The two sections below measure "
+            "the deeper fine-tune on all six tasks (and why source-only falls in it) and the optimiser of the rows "
+            "the paper compares with."]
 
 
 def _departure_reading(gains: dict, paper: pd.DataFrame) -> str:
