@@ -320,9 +320,11 @@ def _deeper_reading(deep: dict, head: dict, paper: pd.DataFrame) -> list[str]:
             ""]
 
 
+HELD = "stages_5_on_v20_lr0"
+"""The deeper form with the backbone's weights held, its BatchNorm layers tracking the source in training mode."""
 FROZEN = "stages_5_on_v20_bnfrozen"
 """The deeper form with the backbone's BatchNorm layers frozen on their ImageNet statistics."""
-FORMS = {"study": "head only (the study's)", "stages_5_on_v20_lr0": "stages 5-6, weights held (lr 0)",
+FORMS = {"study": "head only (the study's)", HELD: "stages 5-6, weights held (lr 0)",
          DEEPER: "stages 5-6, Adam (the form above)", "stages_5_on_v20_sgd": "stages 5-6, SGD",
          FROZEN: "stages 5-6, BatchNorm on ImageNet statistics"}
 
@@ -347,29 +349,32 @@ def by_what_adapts(dep: pd.DataFrame, study: pd.DataFrame, paper: pd.DataFrame) 
     for m, t, s in keys:
         lines.append(f"| {METHODS[m]} | {t} | {s} | " + " | ".join(
             f"{cells[(f, m, t, s)]:.1f}" if (f, m, t, s) in cells else "–" for f in FORMS) + " |")
-    so = {(f, t, s): a for (f, m, t, s), a in cells.items() if m == "source_only"}
     other = runs[form.isin([f for f in FORMS if f not in ("study", DEEPER)])]
+    tasks = sorted({(t, s) for _, t, s in keys}, key=lambda k: (TASKS.index(k[0]), k[1]))
     return ["Source-only and DMP by what adapts (target accuracy, last iterate; the deeper forms' runs: "
             + _provenance(other) + ")", "", *lines, "",
-            *_statistics_reading(so, [(t, s) for m, t, s in keys if m == "source_only"]),
-            *_frozen_reading(cells, sorted({(t, s) for _, t, s in keys}, key=lambda k: (TASKS.index(k[0]), k[1])),
-                             paper)]
+            *_statistics_reading(cells, tasks), *_frozen_reading(cells, tasks, paper)]
+
+
+def _form_means(cells: dict, keys: list, forms: tuple, methods: tuple) -> tuple[list, dict]:
+    """The (task, seed) keys where every form ran every method (``cells``: (form, method, task, seed) -> accuracy),
+    and each (form, method)'s mean accuracy over them."""
+    keys = [(t, s) for t, s in keys if all((f, m, t, s) in cells for f in forms for m in methods)]
+    return keys, {(f, m): sum(cells[(f, m, t, s)] for t, s in keys) / len(keys)
+                  for f in forms for m in methods} if keys else {}
 
 
 def _frozen_reading(cells: dict, keys: list, paper: pd.DataFrame) -> list[str]:
     """Over the tasks and seeds where source-only and DMP ran head-only, in the deeper form and in it with the
     backbone's BatchNorm frozen: the mean of each accuracy and of DMP's gain per form, beside the paper's mean gain
     on those tasks."""
-    forms, methods = ("study", DEEPER, FROZEN), ("source_only", "dmp")
-    keys = [(t, s) for t, s in keys if all((f, m, t, s) in cells for f in forms for m in methods)]
+    forms = ("study", DEEPER, FROZEN)
+    keys, mean = _form_means(cells, keys, forms, ("source_only", "dmp"))
     if not keys:
         return []
-
-    def mean(f, m):
-        return sum(cells[(f, m, t, s)] for t, s in keys) / len(keys)
     paper_gain = sum(paper.loc["dmp", t] - paper.loc["source_only", t] for t, _ in keys) / len(keys)
-    parts = [f"{FORMS[f]}: source-only {mean(f, 'source_only'):.1f}, DMP {mean(f, 'dmp'):.1f}, gain "
-             f"{mean(f, 'dmp') - mean(f, 'source_only'):+.1f}" for f in forms]
+    parts = [f"{FORMS[f]}: source-only {mean[(f, 'source_only')]:.1f}, DMP {mean[(f, 'dmp')]:.1f}, gain "
+             f"{mean[(f, 'dmp')] - mean[(f, 'source_only')]:+.1f}" for f in forms]
     return [f"**The deeper form with the backbone's BatchNorm on its ImageNet statistics** (mean over "
             f"{', '.join(f'{t} seed {s}' for t, s in keys)}): " + "; ".join(parts) + f". The paper's gain on these "
             f"tasks: {paper_gain:+.1f}.", ""]
@@ -378,11 +383,11 @@ def _frozen_reading(cells: dict, keys: list, paper: pd.DataFrame) -> list[str]:
 def _statistics_reading(cells: dict, keys: list) -> list[str]:
     """Where the deeper form ran with the weights held: whether source-only's fall from the head-only form comes
     with the weights held too, as far or further (the BatchNorm statistics), or needs the weight updates."""
-    held = [(t, s) for t, s in keys if all((f, t, s) in cells for f in ("study", "stages_5_on_v20_lr0", DEEPER))]
+    held, mean = _form_means(cells, keys, ("study", HELD, DEEPER), ("source_only",))
     if not held:
         return []
-    mean = {f: sum(cells[(f, t, s)] for t, s in held) / len(held) for f in ("study", "stages_5_on_v20_lr0", DEEPER)}
-    fall_held, fall = mean["stages_5_on_v20_lr0"] - mean["study"], mean[DEEPER] - mean["study"]
+    fall_held = mean[(HELD, "source_only")] - mean[("study", "source_only")]
+    fall = mean[(DEEPER, "source_only")] - mean[("study", "source_only")]
     where = ", ".join(f"{t} seed {s}" for t, s in held)
     if fall < -SAME_WITHIN and fall_held <= fall + SAME_WITHIN:
         verdict = ("the fall comes with the weights held, as far or further: it is the BatchNorm layers of stages 5 "
