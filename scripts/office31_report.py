@@ -324,15 +324,21 @@ HELD = "stages_5_on_v20_lr0"
 """The deeper form with the backbone's weights held, its BatchNorm layers tracking the source in training mode."""
 FROZEN = "stages_5_on_v20_bnfrozen"
 """The deeper form with the backbone's BatchNorm layers frozen on their ImageNet statistics."""
+ALL_LAYERS = "all_layers"
+"""Every layer fine-tuned from the images (the paper's protocol but for the backbone and the 128 px crops)."""
+ALL_FROZEN = "all_layers_bnfrozen"
+"""Every layer fine-tuned, the backbone's BatchNorm layers on their ImageNet statistics."""
 FORMS = {"study": "head only (the study's)", HELD: "stages 5-6, weights held (lr 0)",
          DEEPER: "stages 5-6, Adam (the form above)", "stages_5_on_v20_sgd": "stages 5-6, SGD",
-         FROZEN: "stages 5-6, BatchNorm on ImageNet statistics"}
+         FROZEN: "stages 5-6, BatchNorm on ImageNet statistics", ALL_LAYERS: "every layer (128 px, from the images)",
+         ALL_FROZEN: "every layer, BatchNorm on ImageNet statistics"}
 
 
 def by_what_adapts(dep: pd.DataFrame, study: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
     """Source-only and DMP on each task and seed where a deeper form other than :data:`DEEPER` ran them: the study's
     head-only run, the deeper form with the backbone's weights held (its BatchNorm layers still tracking the source),
-    with Adam, with SGD, and with the backbone's BatchNorm on its ImageNet statistics; "–" where a form has no run."""
+    with Adam, with SGD, and with the backbone's BatchNorm on its ImageNet statistics, and every layer fine-tuned from
+    the images, with its BatchNorm layers training or on their ImageNet statistics; "–" where a form has no run."""
     runs = dep[dep["method"].isin(["source_only", "dmp"])] if len(dep) else dep
     if runs.empty:
         return []
@@ -353,7 +359,10 @@ def by_what_adapts(dep: pd.DataFrame, study: pd.DataFrame, paper: pd.DataFrame) 
     tasks = sorted({(t, s) for _, t, s in keys}, key=lambda k: (TASKS.index(k[0]), k[1]))
     return ["Source-only and DMP by what adapts (target accuracy, last iterate; the deeper forms' runs: "
             + _provenance(other) + ")", "", *lines, "",
-            *_statistics_reading(cells, tasks), *_frozen_reading(cells, tasks, paper)]
+            *_statistics_reading(cells, tasks),
+            *_gain_by_form(cells, tasks, paper, ("study", DEEPER, FROZEN),
+                           "The deeper form with the backbone's BatchNorm on its ImageNet statistics"),
+            *_all_layers_reading(cells, tasks, paper)]
 
 
 def _form_means(cells: dict, keys: list, forms: tuple, methods: tuple) -> tuple[list, dict]:
@@ -364,20 +373,27 @@ def _form_means(cells: dict, keys: list, forms: tuple, methods: tuple) -> tuple[
                   for f in forms for m in methods} if keys else {}
 
 
-def _frozen_reading(cells: dict, keys: list, paper: pd.DataFrame) -> list[str]:
-    """Over the tasks and seeds where source-only and DMP ran head-only, in the deeper form and in it with the
-    backbone's BatchNorm frozen: the mean of each accuracy and of DMP's gain per form, beside the paper's mean gain
-    on those tasks."""
-    forms = ("study", DEEPER, FROZEN)
+def _gain_by_form(cells: dict, keys: list, paper: pd.DataFrame, forms: tuple, title: str) -> list[str]:
+    """Over the tasks and seeds where source-only and DMP ran in every one of ``forms``: the mean of each accuracy
+    and of DMP's gain per form, beside the paper's mean gain on those tasks."""
     keys, mean = _form_means(cells, keys, forms, ("source_only", "dmp"))
     if not keys:
         return []
     paper_gain = sum(paper.loc["dmp", t] - paper.loc["source_only", t] for t, _ in keys) / len(keys)
     parts = [f"{FORMS[f]}: source-only {mean[(f, 'source_only')]:.1f}, DMP {mean[(f, 'dmp')]:.1f}, gain "
              f"{mean[(f, 'dmp')] - mean[(f, 'source_only')]:+.1f}" for f in forms]
-    return [f"**The deeper form with the backbone's BatchNorm on its ImageNet statistics** (mean over "
-            f"{', '.join(f'{t} seed {s}' for t, s in keys)}): " + "; ".join(parts) + f". The paper's gain on these "
-            f"tasks: {paper_gain:+.1f}.", ""]
+    return [f"**{title}** (mean over {', '.join(f'{t} seed {s}' for t, s in keys)}): " + "; ".join(parts)
+            + f". The paper's gain on these tasks: {paper_gain:+.1f}.", ""]
+
+
+def _all_layers_reading(cells: dict, keys: list, paper: pd.DataFrame) -> list[str]:
+    """Every layer fine-tuned against the head-only and the deeper forms (and every layer with the backbone's
+    BatchNorm on its ImageNet statistics, where that ran on the same tasks and seeds)."""
+    forms = ("study", DEEPER, ALL_LAYERS)
+    if _form_means(cells, keys, forms + (ALL_FROZEN,), ("source_only", "dmp"))[0]:
+        forms += (ALL_FROZEN,)
+    return _gain_by_form(cells, keys, paper, forms, "Every layer fine-tuned (the paper's protocol at 128 px crops, "
+                         "EfficientNet-Lite0)")
 
 
 def _statistics_reading(cells: dict, keys: list) -> list[str]:
@@ -403,19 +419,19 @@ def trajectory(runs: pd.DataFrame) -> list[str]:
     """Target accuracy during training, for the runs that measured it (``log_accuracy_every``; target labels are
     read for this diagnosis only, never to choose a model): per run its first measurement, its peak and its last."""
     rows = []
-    for parts, method, task in zip(runs["path"], runs["method"], runs["task"]):
+    for parts, method, task, seed in zip(runs["path"], runs["method"], runs["task"], runs["seed"]):
         m = json.loads(STUDY.joinpath(*parts).read_text())
         log = [r for r in m.get("accuracy_log") or [] if r["iteration"] > 0]     # iteration 0: the untrained head
         if len(log) < 2:
             continue
         peak = max(log, key=lambda r: r["accuracy"])
-        rows.append(dict(method=method, task=task, first=log[0], peak=peak, last=m["accuracy"]))
+        rows.append(dict(method=method, task=task, seed=seed, first=log[0], peak=peak, last=m["accuracy"]))
     if not rows:
         return []
-    lines = ["| run | task | first measured (epoch) | peak (epoch) | last iterate | last - peak |",
-             "|---|---|---|---|---|---|"]
-    for r in sorted(rows, key=lambda r: (list(DEEPER_METHODS).index(r["method"]), TASKS.index(r["task"]))):
-        lines.append(f"| {DEEPER_METHODS[r['method']]} | {r['task']} | {r['first']['accuracy']:.1f} "
+    lines = ["| run | task | seed | first measured (epoch) | peak (epoch) | last iterate | last - peak |",
+             "|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (list(DEEPER_METHODS).index(r["method"]), TASKS.index(r["task"]), r["seed"])):
+        lines.append(f"| {DEEPER_METHODS[r['method']]} | {r['task']} | {r['seed']} | {r['first']['accuracy']:.1f} "
                      f"({r['first']['epoch']:.1f}) | {r['peak']['accuracy']:.1f} ({r['peak']['epoch']:.1f}) | "
                      f"{r['last']:.1f} | {r['last'] - r['peak']['accuracy']:+.1f} |")
     drop = pd.DataFrame([dict(method=r["method"], drop=r["last"] - r["peak"]["accuracy"]) for r in rows])

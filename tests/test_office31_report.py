@@ -182,7 +182,7 @@ def test_the_deeper_fine_tune_on_six_tasks_its_gains_and_its_curves(tmp_path, mo
     # against the study's seed 0 (source-only 52.5, DMP 65.0, gain 12.5), not its two-seed means
     assert any("Source only 52.5 -> 42.5; DMP 65.0 -> 55.0 (gain +12.5 -> +12.5, paper +11.3)" in line for line in part)
     # DMP D->W (52): first 5.0 at epoch 2.5 (iteration 0, the untrained head, is not read), peak 70.0 at epoch 5
-    assert "| DMP | D->W | 5.0 (2.5) | 70.0 (5.0) | 52.0 | -18.0 |" in part
+    assert "| DMP | D->W | 0 | 5.0 (2.5) | 70.0 (5.0) | 52.0 | -18.0 |" in part
     assert any("DMP -18.0 (1 runs)" in line for line in part)
 
 
@@ -212,8 +212,8 @@ def test_by_what_adapts_pairs_each_form_s_run_of_the_same_task_and_seed(tmp_path
     _write(tmp_path, "source_only", 0, "D->A", 51.0, dep.replace("{d}", "stages_5_on_v20_lr0"))
     _write(tmp_path, "source_only", 1, "A->W", 47.0, dep.replace("{d}", "stages_5_on_v20_sgd"))
     lines = report.section()
-    assert "| Source only | A->W | 1 | 51.0 | – | – | 47.0 | – |" in lines     # the study's seed 1; no deeper Adam run
-    assert "| Source only | D->A | 0 | 54.0 | 51.0 | 44.0 | – | – |" in lines
+    assert "| Source only | A->W | 1 | 51.0 | – | – | 47.0 | – | – | – |" in lines     # the study's seed 1; no deeper Adam run
+    assert "| Source only | D->A | 0 | 54.0 | 51.0 | 44.0 | – | – | – | – |" in lines
     assert not any(line.startswith("| Source only | W->A | 0 |") for line in lines)   # only the form itself ran there
     assert not any(line.startswith("| DMP |") for line in lines[lines.index("### The deeper fine-tune on the six tasks"):])
     # D->A seed 0: head-only 54, weights held 51 (-3.0), fine-tuned 44 (-10.0): held falls 7 points less, so not the
@@ -235,7 +235,7 @@ def test_a_fall_that_comes_with_the_weights_held_is_read_as_the_statistics(tmp_p
         _write(tmp_path, "source_only", 0, t, 40.0 + i, dep.replace("{d}", "stages_5_on_v20"))
     _write(tmp_path, "source_only", 0, "D->A", held, dep.replace("{d}", "stages_5_on_v20_lr0"))
     _write(tmp_path, "dmp", 0, "D->A", 70.5, dep.replace("{d}", "stages_5_on_v20_bnfrozen"))
-    assert "| DMP | D->A | 0 | 68.0 | – | – | – | 70.5 |" in report.section()     # the study's DMP D->A seed 0: 60 + 8
+    assert "| DMP | D->A | 0 | 68.0 | – | – | – | 70.5 | – | – |" in report.section()     # the study's DMP D->A seed 0: 60 + 8
     assert any(line.startswith("**Why source-only falls in the deeper form** (D->A seed 0): against the head-only "
                                f"form, -10.0 points with the stages fine-tuned and {fall_held} with their weights "
                                "held; the fall comes with the weights held, as far or further: it is the BatchNorm "
@@ -262,3 +262,32 @@ def test_the_frozen_batchnorm_reading_averages_the_tasks_every_form_ran(tmp_path
                     "0, W->A seed 0): head only (the study's): source-only 54.5, DMP 69.0, gain +14.5; stages 5-6, "
                     "Adam (the form above): source-only 44.5, DMP 59.0, gain +14.5; stages 5-6, BatchNorm on ImageNet "
                     "statistics: source-only 57.0, DMP 68.0, gain +11.0. The paper's gain on these tasks: +9.2.")
+
+
+def test_every_layer_fine_tuned_is_read_beside_the_head_only_and_deeper_forms(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study(tmp_path)                       # head-only seed 0: D->A source-only 54, DMP 68; W->A 55, 70
+    dep = "departures/{d}/{t}/{m}/seed{s}"
+    for i, t in enumerate(TASKS):          # the deeper form: source-only 40 + i, DMP 50 + 2 i
+        _write(tmp_path, "source_only", 0, t, 40.0 + i, dep.replace("{d}", "stages_5_on_v20"))
+        _write(tmp_path, "dmp", 0, t, 50.0 + 2 * i, dep.replace("{d}", "stages_5_on_v20"))
+    every = dep.replace("{d}", "all_layers")
+    for t, so, dmp in (("D->A", 61.0, 72.0), ("W->A", 57.0, 65.0)):
+        _write(tmp_path, "source_only", 0, t, so, every)
+        _write(tmp_path, "dmp", 0, t, dmp, every)
+    _write(tmp_path, "source_only", 0, "D->A", 66.0, dep.replace("{d}", "all_layers_bnfrozen"))  # no DMP: no column
+    lines = report.section()
+    assert "| Source only | D->A | 0 | 54.0 | – | 44.0 | – | – | 61.0 | 66.0 |" in lines
+    assert "| DMP | W->A | 0 | 70.0 | – | 60.0 | – | – | 65.0 | – |" in lines
+    line = next(x for x in lines if x.startswith("**Every layer fine-tuned"))
+    # every layer: D->A 61, 72; W->A 57, 65 -> 59.0, 68.5, gain +9.5; the paper's gains 8.9 and 9.5 -> +9.2
+    assert line == ("**Every layer fine-tuned (the paper's protocol at 128 px crops, EfficientNet-Lite0)** (mean over "
+                    "D->A seed 0, W->A seed 0): head only (the study's): source-only 54.5, DMP 69.0, gain +14.5; "
+                    "stages 5-6, Adam (the form above): source-only 44.5, DMP 59.0, gain +14.5; every layer (128 px, "
+                    "from the images): source-only 59.0, DMP 68.5, gain +9.5. The paper's gain on these tasks: +9.2.")
+    _write(tmp_path, "dmp", 0, "D->A", 70.0, dep.replace("{d}", "all_layers_bnfrozen"))
+    line = next(x for x in report.section() if x.startswith("**Every layer fine-tuned"))
+    assert "(mean over D->A seed 0):" in line and line.endswith(
+        "every layer, BatchNorm on ImageNet statistics: source-only 66.0, DMP 70.0, gain +4.0. The paper's gain on "
+        "these tasks: +8.9.")
