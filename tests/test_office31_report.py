@@ -31,6 +31,25 @@ def _study(root):
             _write(root, "dmp", s, t, 60.0 + 2 * i + 3 * s)
 
 
+def _study_and_deeper(root) -> str:
+    """The study's runs (head-only seed 0: D->A source-only 54, DMP 68; W->A 55, 70) and the deeper form's seed 0
+    (source-only 40 + i, DMP 50 + 2 i on task i); returns the departures' folder pattern."""
+    _study(root)
+    dep = "departures/{d}/{t}/{m}/seed{s}"
+    for i, t in enumerate(TASKS):
+        _write(root, "source_only", 0, t, 40.0 + i, dep.replace("{d}", "stages_5_on_v20"))
+        _write(root, "dmp", 0, t, 50.0 + 2 * i, dep.replace("{d}", "stages_5_on_v20"))
+    return dep
+
+
+def _pairs(root, folder: str, **tasks) -> str:
+    """Seed 0 of source-only and DMP in ``folder`` for each task (D_A=(source-only, DMP) is D->A); returns it."""
+    for task, (so, dmp) in tasks.items():
+        _write(root, "source_only", 0, task.replace("_", "->"), so, folder)
+        _write(root, "dmp", 0, task.replace("_", "->"), dmp, folder)
+    return folder
+
+
 def test_gains_and_departures_are_computed_from_the_runs(tmp_path, monkeypatch):
     report = load_script("office31_report")
     monkeypatch.setattr(report, "STUDY", tmp_path)
@@ -246,15 +265,8 @@ def test_a_fall_that_comes_with_the_weights_held_is_read_as_the_statistics(tmp_p
 def test_the_frozen_batchnorm_reading_averages_the_tasks_every_form_ran(tmp_path, monkeypatch):
     report = load_script("office31_report")
     monkeypatch.setattr(report, "STUDY", tmp_path)
-    _study(tmp_path)                       # head-only seed 0: D->A source-only 54, DMP 68; W->A 55, 70
-    dep = "departures/{d}/{t}/{m}/seed{s}"
-    for i, t in enumerate(TASKS):          # the deeper form: source-only 40 + i, DMP 50 + 2 i
-        _write(tmp_path, "source_only", 0, t, 40.0 + i, dep.replace("{d}", "stages_5_on_v20"))
-        _write(tmp_path, "dmp", 0, t, 50.0 + 2 * i, dep.replace("{d}", "stages_5_on_v20"))
-    frozen = dep.replace("{d}", "stages_5_on_v20_bnfrozen")
-    for t, so, dmp in (("D->A", 56.0, 70.0), ("W->A", 58.0, 66.0)):
-        _write(tmp_path, "source_only", 0, t, so, frozen)
-        _write(tmp_path, "dmp", 0, t, dmp, frozen)
+    dep = _study_and_deeper(tmp_path)
+    frozen = _pairs(tmp_path, dep.replace("{d}", "stages_5_on_v20_bnfrozen"), D_A=(56.0, 70.0), W_A=(58.0, 66.0))
     _write(tmp_path, "source_only", 0, "D->W", 90.0, frozen)       # DMP did not run frozen there: not averaged
     line = next(x for x in report.section() if x.startswith("**The deeper form with the backbone's BatchNorm"))
     # deeper: D->A 44, 58; W->A 45, 60. Paper gains: D->A 71.4 - 62.5 = 8.9, W->A 70.2 - 60.7 = 9.5 -> 9.2
@@ -267,15 +279,8 @@ def test_the_frozen_batchnorm_reading_averages_the_tasks_every_form_ran(tmp_path
 def test_every_layer_fine_tuned_is_read_beside_the_head_only_and_deeper_forms(tmp_path, monkeypatch):
     report = load_script("office31_report")
     monkeypatch.setattr(report, "STUDY", tmp_path)
-    _study(tmp_path)                       # head-only seed 0: D->A source-only 54, DMP 68; W->A 55, 70
-    dep = "departures/{d}/{t}/{m}/seed{s}"
-    for i, t in enumerate(TASKS):          # the deeper form: source-only 40 + i, DMP 50 + 2 i
-        _write(tmp_path, "source_only", 0, t, 40.0 + i, dep.replace("{d}", "stages_5_on_v20"))
-        _write(tmp_path, "dmp", 0, t, 50.0 + 2 * i, dep.replace("{d}", "stages_5_on_v20"))
-    every = dep.replace("{d}", "all_layers")
-    for t, so, dmp in (("D->A", 61.0, 72.0), ("W->A", 57.0, 65.0)):
-        _write(tmp_path, "source_only", 0, t, so, every)
-        _write(tmp_path, "dmp", 0, t, dmp, every)
+    dep = _study_and_deeper(tmp_path)
+    _pairs(tmp_path, dep.replace("{d}", "all_layers"), D_A=(61.0, 72.0), W_A=(57.0, 65.0))
     _write(tmp_path, "source_only", 0, "D->A", 66.0, dep.replace("{d}", "all_layers_bnfrozen"))  # no DMP: no column
     lines = report.section()
     assert "| Source only | D->A | 0 | 54.0 | – | 44.0 | – | – | 61.0 | 66.0 |" in lines
