@@ -130,20 +130,32 @@ def departure_table(study_runs: pd.DataFrame, dep: pd.DataFrame) -> tuple[list[s
         so, dmp = (part[part["method"] == m].set_index("seed")["accuracy"] for m in ("source_only", "dmp"))
         seeds = sorted(set(so.index) & set(dmp.index))
         gain = (dmp[seeds] - so[seeds]) if seeds else pd.Series(dtype=float)
-        gains[name] = gain.mean() if len(gain) else None
+        gains[name] = gain if len(gain) else None
         means[name] = (so[seeds], dmp[seeds]) if seeds else None
         bn[name] = part[part["method"] == "source_only_bn"].set_index("seed")["accuracy"]
-        base = gains.get(BASE.get(name, "study"))
-        change = (f"{gain.mean() - base:+.1f} (against {'the study' if BASE.get(name) is None else BASE[name]})"
-                  if len(gain) and name != "study" and base is not None else "")
+        against, common = _change(gains, name)
+        change = "" if name == "study" or against is None else (
+            f"{against:+.1f} (against {BASE.get(name, 'the study')}"
+            + ("" if common == seeds == sorted(gains[BASE.get(name, "study")].index)
+               else f", seed{'s' if len(common) > 1 else ''} {', '.join(map(str, common))}")
+            + ")")
         so_bn = part[part["method"] == "source_only_bn"]["accuracy"]
         lines.append(f"| {DEPARTURES[name]} | `{', '.join(sorted(part['dataset'].unique()))}` | "
                      f"{_fmt(so) if len(so) else '–'} | {_fmt(so_bn) if len(so_bn) else '–'} | "
                      f"{_fmt(dmp) if len(dmp) else '–'} | "
                      f"{_fmt(gain) if len(gain) else '–'} | {change} | {len(seeds)} |")
     gains["means"] = means  # form -> (source-only, DMP) per seed, over the seeds both have
+    # gains[form]: DMP - source-only on A->W per seed (None without a pair)
     gains["bn"] = bn  # form -> source-only whose BatchNorm statistics also see the target, per seed
     return lines, gains
+
+
+def _change(gains: dict, name: str, base: str | None = None) -> tuple[float | None, list[int]]:
+    """DMP's A->W gain in form ``name`` minus that in ``base`` (default: the form :data:`BASE` names, else the
+    study's), over the seeds both ran, and those seeds; (None, []) where they share none."""
+    a, b = gains.get(name), gains.get(base or BASE.get(name, "study"))
+    seeds = sorted(set(a.index) & set(b.index)) if a is not None and b is not None else []
+    return ((a[seeds] - b[seeds]).mean(), seeds) if seeds else (None, [])
 
 
 def diagnosis(avgs: dict, paper: pd.DataFrame, gains: dict) -> list[str]:
@@ -171,13 +183,10 @@ def diagnosis(avgs: dict, paper: pd.DataFrame, gains: dict) -> list[str]:
 
 def _departure_reading(gains: dict, paper: pd.DataFrame) -> str:
     """One sentence on the departures' effect on DMP's A->W gain, from the measured gains."""
-    def change(name):
-        base = gains.get(BASE.get(name, "study"))
-        return None if gains.get(name) is None or base is None else gains[name] - base
-    views, frozen, size = change("no_views"), change("head_frozen"), change("no_views_224")
+    views, frozen, size = (_change(gains, name)[0] for name in ("no_views", "head_frozen", "no_views_224"))
     if None in (views, frozen, size):
         return "."
-    deeper = change("stages_5_on")
+    deeper = _change(gains, "stages_5_on")[0]
     text = (f": on A->W the stored views add {-views:+.1f} points to DMP's gain, 224 px crops {size:+.1f}, and "
             f"fine-tuning the head {-frozen:+.1f}")
     if deeper is None:
@@ -206,16 +215,18 @@ def _views_reading(gains: dict, paper: pd.DataFrame) -> str:
     (so4, dmp4), (so20, dmp20) = gains["means"]["stages_5_on"], gains["means"]["stages_5_on_v20"]
     seeds = sorted(set(so4.index) & set(so20.index))
     so_change, dmp_change = (so20[seeds] - so4[seeds]).mean(), (dmp20[seeds] - dmp4[seeds]).mean()
+    both = _change(gains, "stages_5_on_v20", "study")[1]
     return (f". With 20 stored crops per image instead of 4 (each drawn about twice in 40 epochs, the same layers "
             f"fine-tuned, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}), source-only moves by "
             f"{so_change:+.1f}, DMP by {dmp_change:+.1f} and DMP's gain by "
-            f"{gains['stages_5_on_v20'] - gains['stages_5_on']:+.1f}: "
+            f"{_change(gains, 'stages_5_on_v20', 'stages_5_on')[0]:+.1f}: "
             + (f"the fixed crops are not why source-only falls (a change under {SAME_WITHIN:g} points)"
                if abs(so_change) < SAME_WITHIN else "the fixed crops are part of why source-only falls")
-            + _bn_reading(gains) + f". DMP's A->W gain in this form, {gains['stages_5_on_v20']:+.1f}, against the "
-            f"paper's {paper.loc['dmp', 'A->W'] - paper.loc['source_only', 'A->W']:+.1f} on A->W and the study's "
-            f"{gains['study']:+.1f}: the gain grows with how much of the backbone adapts. Why source-only falls when "
-            "stages 5 and 6 adapt to the source is measured in the next section.")
+            + _bn_reading(gains) + f". DMP's A->W gain in this form, {gains['stages_5_on_v20'][both].mean():+.1f}, "
+            f"against the paper's {paper.loc['dmp', 'A->W'] - paper.loc['source_only', 'A->W']:+.1f} on A->W and the "
+            f"study's {gains['study'][both].mean():+.1f} (seed{'s' if len(both) > 1 else ''} "
+            f"{', '.join(map(str, both))}): the gain grows with how much of the backbone adapts. Why source-only "
+            "falls when stages 5 and 6 adapt to the source is measured in the next section.")
 
 
 def _bn_reading(gains: dict) -> str:

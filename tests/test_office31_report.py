@@ -70,7 +70,8 @@ def test_gains_and_departures_are_computed_from_the_runs(tmp_path, monkeypatch):
     paper = next(line for line in text.splitlines() if line.startswith("| DMP, paper"))
     assert paper.endswith("| 93.0 | 99.0 | 100.0 | 91.0 | 71.4 | 70.2 | 87.4 | |")
     dep = next(line for line in text.splitlines() if line.startswith("| no augmentation"))
-    assert dep.endswith("| 40.0 | – | 47.5 | 7.5 | -3.5 (against the study) | 1 |")          # the study's A->W gain: 11.0
+    # against the study's seed-0 A->W gain, 10.0 (not its two-seed mean, 11.0)
+    assert dep.endswith("| 40.0 | – | 47.5 | 7.5 | -2.5 (against the study, seed 0) | 1 |")
     study = next(line for line in text.splitlines() if line.startswith("| the study's form"))
     assert study.endswith("| 50.5 ± 0.7 | – | 61.5 ± 2.1 | 11.0 ± 1.4 |  | 2 |")   # A->W: SO 50, 51; DMP 60, 63
 
@@ -110,17 +111,17 @@ def test_the_deeper_fine_tune_is_read_against_the_study_s_runs_of_its_own_seeds(
             _write(tmp_path, "source_only", s, t, 50.0 + i + s)
             _write(tmp_path, "dmp", s, t, 60.0 + 2 * i + 3 * s)
     dep = "departures/{d}/{t}/{m}/seed{s}"
-    for name, so, dmp in (("no_views", 40.0, 47.5), ("head_frozen", 50.0, 60.0), ("no_views_224", 45.0, 55.0),
+    for name, so, dmp in (("no_views", 40.0, 47.5), ("head_frozen", 50.0, 61.0), ("no_views_224", 45.0, 55.0),
                           ("stages_5_on", 30.0, 55.0)):
         _write(tmp_path, "source_only", 0, "A->W", so, dep.replace("{d}", name))
         _write(tmp_path, "dmp", 0, "A->W", dmp, dep.replace("{d}", name))
     text = "\n".join(report.section())
     row = next(line for line in text.splitlines() if line.startswith("| stages 5 and 6"))
-    assert row.endswith("| `o31` | 30.0 | – | 55.0 | 25.0 | +14.0 (against the study) | 1 |")   # study gain 11.0
-    # against the study's seed 0 (50, 60), not its mean over seeds 0 and 1 (50.5, 61.5)
-    assert ("changes DMP's gain by +14.0, but source-only by -20.0 and DMP by -5.0 (against the study's runs of "
+    # every change against the study's seed 0 (50, 60: gain 10.0), not its mean over seeds 0 and 1 (gain 11.0)
+    assert row.endswith("| `o31` | 30.0 | – | 55.0 | 25.0 | +15.0 (against the study, seed 0) | 1 |")
+    assert ("changes DMP's gain by +15.0, but source-only by -20.0 and DMP by -5.0 (against the study's runs of "
             "the same seed, 0)") in text
-    assert "the stored views add +3.5 points to DMP's gain, 224 px crops +2.5, and fine-tuning the head +1.0" in text
+    assert "the stored views add +2.5 points to DMP's gain, 224 px crops +2.5, and fine-tuning the head -1.0" in text
 
 
 def test_a_dirty_commit_s_runs_are_traced_to_the_commit_whose_dmp_they_ran(tmp_path, monkeypatch):
@@ -178,7 +179,7 @@ def test_the_a_w_departure_rows_read_only_a_w(tmp_path, monkeypatch):
     _write(tmp_path, "dmp", 0, "A->W", 47.5, dep)
     _write(tmp_path, "source_only", 0, "D->W", 90.0, dep)      # another task of the same departure: not A->W's row
     row = next(line for line in report.section() if line.startswith("| no augmentation"))
-    assert row.endswith("| 40.0 | – | 47.5 | 7.5 | -3.5 (against the study) | 1 |")
+    assert row.endswith("| 40.0 | – | 47.5 | 7.5 | -2.5 (against the study, seed 0) | 1 |")
 
 
 def test_the_deeper_fine_tune_on_six_tasks_its_gains_and_its_curves(tmp_path, monkeypatch):
