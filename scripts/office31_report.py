@@ -289,25 +289,30 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict, study:
     training where a run measured it."""
     runs = dep[dep["path"].map(lambda p: p[1]) == DEEPER] if len(dep) else dep
     seeds = _six_task_seeds(runs)
-    if not seeds:
+    adapts = by_what_adapts(dep, study, paper)
+    if not seeds and not adapts:
         return []
-    runs = runs[runs["seed"].isin(seeds)]
-    table, avgs = study_table(runs, paper, DEEPER_METHODS)
-    gains = gain_table(avgs, paper, DEEPER_METHODS)
-    return ["### The deeper fine-tune on the six tasks", "",
-            f"The departure `{DEEPER}` (the last row above) on every task, seed{'s' if len(seeds) > 1 else ''} "
-            f"{', '.join(map(str, seeds))}, the same preset and schedule (`TASKS=\"A-W D-W W-D A-D D-A W-A\"` for "
-            "`scripts/office31_departures.sh`). " + _provenance(runs), "", *table, "",
-            *(["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""] if gains else []),
-            *_deeper_reading(avgs, vanilla, paper), *by_what_adapts(dep, study, paper), *trajectory(runs)]
+    lines = ["### The deeper fine-tune on the six tasks", ""]
+    if seeds:
+        runs = runs[runs["seed"].isin(seeds)]
+        table, avgs = study_table(runs, paper, DEEPER_METHODS)
+        gains = gain_table(avgs, paper, DEEPER_METHODS)
+        lines += [f"The departure `{DEEPER}` (the last row above) on every task, seed{'s' if len(seeds) > 1 else ''} "
+                  f"{', '.join(map(str, seeds))}, the same preset and schedule (`TASKS=\"A-W D-W W-D A-D D-A W-A\"` "
+                  "for `scripts/office31_departures.sh`). " + _provenance(runs), "", *table, "",
+                  *(["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""] if gains else []),
+                  *_deeper_reading(avgs, vanilla, paper)]
+    return lines + adapts + (trajectory(runs) if seeds else [])
 
 
 def _six_task_seeds(runs: pd.DataFrame) -> list[int]:
-    """The seeds whose source-only ran all six tasks (none without runs)."""
+    """The seeds whose source-only and DMP each ran all six tasks (none without runs): a seed one of them has not
+    finished would give the two rows different seeds on some task."""
     if runs.empty:
         return []
-    so = runs[runs["method"] == "source_only"]
-    return [s for s, g in so.groupby("seed") if set(g["task"]) >= set(TASKS)]
+    six = [{s for s, g in runs[runs["method"] == m].groupby("seed") if set(g["task"]) >= set(TASKS)}
+           for m in ("source_only", "dmp")]
+    return sorted(six[0] & six[1])
 
 
 def _deeper_reading(deep: dict, head: dict, paper: pd.DataFrame) -> list[str]:

@@ -193,6 +193,10 @@ def test_the_deeper_fine_tune_on_six_tasks_its_gains_and_its_curves(tmp_path, mo
         _write(tmp_path, "source_only", 0, t, 40.0 + i, dep)
         _write(tmp_path, "dmp", 0, t, 50.0 + 2 * i, dep, **({"accuracy_log": log} if t == "D->W" else {}))
     _write(tmp_path, "source_only", 1, "A->W", 99.0, dep)     # seed 1 ran one task only: not in the six-task table
+    for i, t in enumerate(TASKS):                  # seed 2: source-only ran all six, DMP not A->D: not in it either
+        _write(tmp_path, "source_only", 2, t, 90.0, dep)
+        if t != "A->D":
+            _write(tmp_path, "dmp", 2, t, 95.0, dep)
     lines = report.section()
     at = lines.index("### The deeper fine-tune on the six tasks")
     part = lines[at:]
