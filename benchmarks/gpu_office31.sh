@@ -28,7 +28,7 @@
 # The preset: office31_256 has no preset of its own (a user dataset has no variant_of); its config resolves to the
 # same values as office31's (checked at the start: any key that differs is passed explicitly and printed).
 # Environment (defaults in brackets): SESSION_S seconds for the whole script [540: one device command may run 600 s];
-# PARALLEL runs at a time [3]; SEEDS [0 1 2]; TASKS [A-W D-W W-D A-D D-A W-A]; METHODS_FIRST [source_only dmp];
+# PARALLEL runs at a time [3]; THREADS torch threads per run [cores / PARALLEL]; SEEDS [0 1 2]; TASKS [A-W D-W W-D A-D D-A W-A]; METHODS_FIRST [source_only dmp];
 # METHODS_THEN [dann cdan_e]; ABLATIONS [dmp_no_al dmp_no_ds]; RATE_S seconds per iteration assumed before a cell of
 # the method (or of any method) finished [0.10]; START_S start-up, anchor and evaluation seconds per run [40]; EXTRA
 # more key=value words for every run, a later key=value wins []; INPUT_CACHE on (`dmp data cache` at 256 px first) or
@@ -75,7 +75,7 @@ export DMP_DATASETS_DIR=$(cd "$(dirname "$PACK")" && pwd) PYTHONUNBUFFERED=1
 export PYTHONPATH="$WORK/site:.${PYTHONPATH:+:$PYTHONPATH}"
 NPROC=$(nproc)
 TAB=$'\t'
-THREADS=$(( NPROC / PARALLEL > 0 ? NPROC / PARALLEL : 1 ))
+THREADS=${THREADS:-$(( NPROC / PARALLEL > 0 ? NPROC / PARALLEL : 1 ))}
 
 # ---------------------------------------------------------------------------------------------- environment
 if [[ $DRY != 1 ]]; then
