@@ -45,12 +45,15 @@ BASE = {"no_views_224": "no_views", "stages_5_on_v20": "stages_5_on", "stages_5_
 """The form a departure's change of the gain is measured against (the study's form where not listed)."""
 
 
-def _runs(pattern: str) -> pd.DataFrame:
+def _runs(pattern: str, root: Path | None = None) -> pd.DataFrame:
+    """The runs whose metrics.json match ``pattern`` under ``root`` (default :data:`STUDY`), one row each."""
+    root = STUDY if root is None else root
     rows = []
-    for path in sorted(STUDY.glob(pattern)):
+    for path in sorted(root.glob(pattern)):
         m = json.loads(path.read_text())
         c = m["config"]
-        rows.append(dict(path=path.relative_to(STUDY).parts, dataset=c["dataset"], method=c["method"], seed=c["seed"],
+        rows.append(dict(path=path.relative_to(root).parts, bn=c.get("backbone_bn", "train"),
+                         gpu=(m.get("gpu") or {}).get("name", ""), dataset=c["dataset"], method=c["method"], seed=c["seed"],
                          task=f"{SHORT[c['source']]}->{SHORT[c['target']]}", accuracy=m["accuracy"],
                          commit=m["git_commit"][:10] + ("-dirty" if m["git_commit"].endswith("-dirty") else ""),
                          code=m.get("code_version", "")[:12],
@@ -273,7 +276,8 @@ def section() -> list[str]:
               "`scripts/office31_departures.sh` runs them); each form reads its own stored data (the dataset "
               "column), made from the same images with the same weights file:", "", *dep_lines, "",
               *diagnosis(avgs, paper, dep_gains), ""]
-    return lines + deeper_section(dep, paper, avgs, runs) + sgd_check(runs, paper) + partial_section(avgs)
+    return (lines + deeper_section(dep, paper, avgs, runs) + gpu_section(paper) + sgd_check(runs, paper)
+            + partial_section(avgs))
 
 
 DEEPER = "stages_5_on_v20"
@@ -303,6 +307,70 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict, study:
                   *(["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""] if gains else []),
                   *_deeper_reading(avgs, vanilla, paper)]
     return lines + adapts + (trajectory(runs) if seeds else [])
+
+
+GPU_RESULTS = {"train": "office31_gpu", "frozen": "office31_gpu_bnfrozen"}
+"""The folders beside :data:`STUDY` where `benchmarks/gpu_office31.sh` runs are committed: the backbone's BatchNorm
+layers training (its default) and on their ImageNet statistics (``EXTRA=backbone_bn=frozen``)."""
+BN_MODES = {"train": "BatchNorm training", "frozen": "BatchNorm on ImageNet statistics"}
+
+
+def gpu_section(paper: pd.DataFrame) -> list[str]:
+    """The paper's protocol on a lent GPU (every layer fine-tuned, 224 px crops): source-only and DMP per task, seed
+    and BatchNorm mode where both finished, DMP's gain beside the paper's on that task; the cells a lease started
+    but did not finish (their logs under ``failed/``); the BatchNorm mode's effect where both modes ran a task."""
+    roots = {b: STUDY.parent / name for b, name in GPU_RESULTS.items()}
+    runs = pd.concat([_runs("runs/*/vanilla/*/*/G/full-full/seed*/metrics.json", root) for root in roots.values()])
+    if runs.empty:
+        return []
+    acc = {(b, m, t, s): a for b, m, t, s, a in zip(runs["bn"], runs["method"], runs["task"], runs["seed"],
+                                                     runs["accuracy"])}
+    keys = sorted({(b, t, s) for b, _, t, s in acc if all((b, m, t, s) in acc for m in ("source_only", "dmp"))},
+                  key=lambda k: (TASKS.index(k[1]), k[2], list(BN_MODES).index(k[0])))
+    lines = ["| task | seed | backbone | source-only | DMP | DMP - source-only | paper: source-only | DMP | gain |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for b, t, s in keys:
+        so, dmp = acc[(b, "source_only", t, s)], acc[(b, "dmp", t, s)]
+        p_so, p_dmp = paper.loc["source_only", t], paper.loc["dmp", t]
+        lines.append(f"| {t} | {s} | {BN_MODES[b]} | {so:.1f} | {dmp:.1f} | {dmp - so:+.1f} | {p_so:.1f} | "
+                     f"{p_dmp:.1f} | {p_dmp - p_so:+.1f} |")
+    logs = {(b, *_cell(f.name)): f for b, root in roots.items() for f in root.glob("failed/*.log")}
+    unfinished = [f"{t} {METHODS[m]} seed {s} ({BN_MODES[b]}; {_last_step(logs[(b, m, t, s)])})" for b, m, t, s in
+                  sorted(set(logs) - set(acc), key=lambda c: (TASKS.index(c[2]), c[1] != "source_only", c[3],
+                                                                list(BN_MODES).index(c[0])))]
+    text = ["### The paper's protocol on a lent GPU: every layer fine-tuned, 224 px", "",
+            "`benchmarks/gpu_office31.sh` (docs/benchmarks.md): EfficientNet-Lite0 with every layer fine-tuned (0.1x "
+            "lr), 224 px crops of the images resized to 256 px (`office31_256`: Office-31's 4,110 images re-encoded "
+            "at that size to travel to the GPU; another dataset version than the CPU form's `office31`, so these "
+            "runs are tabled on their own), Office-31's preset and schedule, the last iterate. " + _provenance(runs)
+            + f" GPU: {', '.join(sorted(set(runs['gpu']) - {''})) or 'not recorded'}.", "", *lines, ""]
+    if unfinished:
+        text += [f"Started but not finished within the device command (logs under `failed/`, no result; the lease's "
+                 f"timings: docs/benchmarks.md): "
+                 f"{', '.join(unfinished)}.", ""]
+    both = [(t, s) for _, t, s in keys if all((b, t, s) in keys for b in BN_MODES)]
+    both = sorted(set(both), key=lambda k: (TASKS.index(k[0]), k[1]))
+    if both:
+        diff = {m: sum(acc[("train", m, t, s)] - acc[("frozen", m, t, s)] for t, s in both) / len(both)
+                for m in ("source_only", "dmp")}
+        text += [f"**BatchNorm training against ImageNet statistics** ({', '.join(f'{t} seed {s}' for t, s in both)}): "
+                 f"source-only {diff['source_only']:+.1f} points, DMP {diff['dmp']:+.1f}.", ""]
+    return text
+
+
+def _last_step(log: Path) -> str:
+    """How far a killed run got: the last iteration its ``log.csv`` (kept beside its log as ``<cell>.log.csv``)
+    recorded."""
+    rows = log.with_name(log.name + ".csv")
+    last = rows.read_text().split()[-1].split(",")[0] if rows.is_file() else ""
+    return f"logged to iteration {last}" if last.isdigit() else "no iteration logged"
+
+
+def _cell(name: str) -> tuple[str, str, int]:
+    """``(method, task, seed)`` of a ``failed/`` log named ``<S>-<T>_<method>_<seed>.log`` (task as ``S->T``)."""
+    task, rest = name.rsplit(".log", 1)[0].split("_", 1)
+    method, seed = rest.rsplit("_", 1)
+    return method, task.replace("-", "->"), int(seed)
 
 
 def _six_task_seeds(runs: pd.DataFrame) -> list[int]:

@@ -301,3 +301,37 @@ def test_every_layer_fine_tuned_is_read_beside_the_head_only_and_deeper_forms(tm
     assert "(mean over D->A seed 0):" in line and line.endswith(
         "every layer, BatchNorm on ImageNet statistics: source-only 66.0, DMP 70.0, gain +4.0. The paper's gain on "
         "these tasks: +8.9.")
+
+
+def test_the_gpu_runs_are_tabled_per_batchnorm_mode_with_the_paper_s_task_gain(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path / "office31_lite")
+    assert report.gpu_section(report._reported()) == []
+    roots = {b: tmp_path / name for b, name in report.GPU_RESULTS.items()}
+    gpu = "runs/o31_256/vanilla/{t}/{m}/G/full-full/seed{s}"
+    cfg = {"gpu": {"name": "GPU X"}}
+    for bn, root in roots.items():
+        so, dmp = (90.0, 97.0) if bn == "train" else (95.5, 96.0)
+        for m, a in (("source_only", so), ("dmp", dmp)):
+            _write(root, m, 0, "D->W", a, gpu, **cfg)
+            path = root / gpu.format(t="D-W", m=m, s=0) / "metrics.json"
+            data = json.loads(path.read_text())
+            data["config"]["backbone_bn"] = bn
+            path.write_text(json.dumps(data))
+    _write(roots["frozen"], "source_only", 1, "W->A", 60.0, gpu, **cfg)   # no DMP of seed 1: no row
+    failed = roots["train"] / "failed"
+    failed.mkdir(parents=True)
+    (failed / "A-W_dmp_0.log").write_text("killed")
+    (failed / "A-W_dmp_0.log.csv").write_text("iteration,lr,loss\n0,1,2\n480,1,2\n490,1,2\n")
+    (failed / "D-W_dmp_0.log").write_text("an earlier lease's failure of a cell since finished")
+    lines = report.gpu_section(report._reported())
+    # the paper's D->W: source-only (ResNet-50) 96.7, DMP 99.0 -> +2.3
+    assert "| D->W | 0 | BatchNorm training | 90.0 | 97.0 | +7.0 | 96.7 | 99.0 | +2.3 |" in lines
+    assert "| D->W | 0 | BatchNorm on ImageNet statistics | 95.5 | 96.0 | +0.5 | 96.7 | 99.0 | +2.3 |" in lines
+    assert not any(x.startswith("| W->A") for x in lines)
+    assert ("Started but not finished within the device command (logs under `failed/`, no result; the lease's "
+            "timings: docs/benchmarks.md): A->W DMP seed 0 "
+            "(BatchNorm training; logged to iteration 490).") in lines
+    # training against frozen: source-only 90 - 95.5, DMP 97 - 96
+    assert "**BatchNorm training against ImageNet statistics** (D->W seed 0): source-only -5.5 points, DMP +1.0." in lines
+    assert any("GPU: GPU X." in x for x in lines)
