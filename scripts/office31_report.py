@@ -472,12 +472,16 @@ def _gain_by_form(cells: dict, keys: list, paper: pd.DataFrame, forms: tuple, ti
 
 def _all_layers_reading(cells: dict, keys: list, paper: pd.DataFrame) -> list[str]:
     """Every layer fine-tuned against the head-only and the deeper forms (and every layer with the backbone's
-    BatchNorm on its ImageNet statistics, where that ran on the same tasks and seeds)."""
+    BatchNorm on its ImageNet statistics, where that ran on the same tasks and seeds); and, where the frozen mode ran
+    on more tasks or seeds than the default, the frozen mode alone against the head-only and deeper forms there."""
     forms = ("study", DEEPER, ALL_LAYERS)
-    if _form_means(cells, keys, forms + (ALL_FROZEN,), ("source_only", "dmp"))[0]:
-        forms += (ALL_FROZEN,)
-    return _gain_by_form(cells, keys, paper, forms, "Every layer fine-tuned (the paper's protocol at 128 px crops, "
-                         "EfficientNet-Lite0)")
+    both = _form_means(cells, keys, forms + (ALL_FROZEN,), ("source_only", "dmp"))[0]
+    lines = _gain_by_form(cells, keys, paper, forms + ((ALL_FROZEN,) if both else ()), "Every layer fine-tuned (the "
+                          "paper's protocol at 128 px crops, EfficientNet-Lite0)")
+    if len(_form_means(cells, keys, ("study", DEEPER, ALL_FROZEN), ("source_only", "dmp"))[0]) > len(both):
+        lines += _gain_by_form(cells, keys, paper, ("study", DEEPER, ALL_FROZEN), "Every layer fine-tuned with the "
+                               "backbone's BatchNorm on its ImageNet statistics, on every task and seed it ran")
+    return lines
 
 
 def _statistics_reading(cells: dict, keys: list) -> list[str]:
