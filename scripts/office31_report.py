@@ -178,9 +178,10 @@ def diagnosis(avgs: dict, paper: pd.DataFrame, gains: dict) -> list[str]:
             "adapt, on 4 stored crops per image at 128 px; the departure rows measure how the gain moves with each "
             "of these" + _departure_reading(gains, paper) + " Not measured here: ResNet-50 itself (no ImageNet ResNet weights reach our machines; "
             "EfficientNet-Lite0's ImageNet top-1 is about ResNet-50's, 75 % against 76 %) and every layer "
-            "fine-tuned at 224 px, the paper's protocol: `benchmarks/lite_cpu.py` gives its CPU cost "
-            "(docs/benchmarks.md), `benchmarks/gpu_office31.sh` runs it on a GPU. The two sections below measure "
-            "the deeper fine-tune on all six tasks (and why source-only falls in it) and the optimiser of the rows "
+            "fine-tuned at 224 px, the paper's protocol, on all six tasks: `benchmarks/lite_cpu.py` gives its CPU "
+            "cost (docs/benchmarks.md), `benchmarks/gpu_office31.sh` runs it on a GPU (what a first lease finished: "
+            "the section on the lent GPU below). The sections below measure the deeper fine-tune on all six tasks "
+            "(and why source-only falls in it), every layer fine-tuned where it ran, and the optimiser of the rows "
             "the paper compares with."]
 
 
