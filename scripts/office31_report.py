@@ -346,11 +346,10 @@ def gpu_section(paper: pd.DataFrame) -> list[str]:
             "runs are tabled on their own), Office-31's preset and schedule, the last iterate. " + _provenance(runs)
             + f" GPU: {', '.join(sorted(set(runs['gpu']) - {''})) or 'not recorded'}.", "", *lines, ""]
     if unfinished:
-        text += [f"Started but not finished within the device command (logs under `failed/`, no result; the lease's "
-                 f"timings: docs/benchmarks.md): "
-                 f"{', '.join(unfinished)}.", ""]
-    both = [(t, s) for _, t, s in keys if all((b, t, s) in keys for b in BN_MODES)]
-    both = sorted(set(both), key=lambda k: (TASKS.index(k[0]), k[1]))
+        text += ["Started but not finished within the device command (logs under `failed/`, no result; the lease's "
+                 f"timings: docs/benchmarks.md): {', '.join(unfinished)}.", ""]
+    both = sorted({(t, s) for _, t, s in keys if all((b, t, s) in keys for b in BN_MODES)},
+                  key=lambda k: (TASKS.index(k[0]), k[1]))
     if both:
         diff = {m: sum(acc[("train", m, t, s)] - acc[("frozen", m, t, s)] for t, s in both) / len(both)
                 for m in ("source_only", "dmp")}
