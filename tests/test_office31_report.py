@@ -64,7 +64,7 @@ def test_gains_and_departures_are_computed_from_the_runs(tmp_path, monkeypatch):
     assert "24 runs, 2 seeds" in text
     # Avg per seed: source-only 52.5 + s, DMP 65 + 3 s -> gains 12.5 and 14.5: 13.5 ± 1.4 (sample std sqrt(2))
     # paper (reported CSV, Office-31 Avg): DMP 87.4, ResNet-50 source-only 76.1 -> +11.3; ours - paper = +2.2
-    assert "| DMP - Source only | 13.5 ± 1.4 | +11.3 | +2.2 | no | 6 of 6 |" in text.splitlines()
+    assert "| DMP - Source only | 13.5 ± 1.4 | +11.3 | +2.2 | no | 6 of 6 | 2 |" in text.splitlines()
     ours = next(line for line in text.splitlines() if line.startswith("| DMP | 61.5"))
     assert ours.split(" | ")[1] == "61.5 ± 2.1" and ours.split(" | ")[7] == "66.5 ± 2.1"   # A->W: 60, 63; Avg
     paper = next(line for line in text.splitlines() if line.startswith("| DMP, paper"))
@@ -96,9 +96,9 @@ def test_the_partial_table_reads_the_partial_runs_and_the_paper_partial_row(tmp_
     part = lines[lines.index(report.PARTIAL_HEADING):]
     assert any("36 runs, 2 seeds" in line for line in part)
     # PADA: gains 12.5, 11.5 -> 12.0 ± 0.7; the paper's partial Office-31 Avg: PADA 92.7 - source-only 87.1 = +5.6
-    assert "| PADA - Source only | 12.0 ± 0.7 | +5.6 | +6.4 | no | 6 of 6 |" in part
+    assert "| PADA - Source only | 12.0 ± 0.7 | +5.6 | +6.4 | no | 6 of 6 | 2 |" in part
     # ETN: no paper row; gains -0.5, 2.5; its task means 74 against source-only's 70.5 + i: above on i = 0..3
-    assert "| ETN - Source only | 1.0 ± 2.1 | – | – | – | 4 of 6 |" in part
+    assert "| ETN - Source only | 1.0 ± 2.1 | – | – | – | 4 of 6 | 2 |" in part
     assert next(line for line in part if line.startswith("| PADA, paper")).endswith("| 92.7 | |")
     assert not any(line.startswith("| ETN, paper") for line in part)
 
@@ -202,7 +202,7 @@ def test_the_deeper_fine_tune_on_six_tasks_its_gains_and_its_curves(tmp_path, mo
     part = lines[at:]
     assert next(line for line in part if line.startswith("| Source only |")).endswith("| 42.5 | 1 |")
     # gain 12.5 against the paper's +11.3 (DMP 87.4 - ResNet-50 76.1): within 2 points; DMP above on every task
-    assert "| DMP - Source only | 12.5 | +11.3 | +1.2 | yes | 6 of 6 |" in part
+    assert "| DMP - Source only | 12.5 | +11.3 | +1.2 | yes | 6 of 6 | 1 |" in part
     # against the study's seed 0 (source-only 52.5, DMP 65.0, gain 12.5), not its two-seed means
     assert any("Source only 52.5 -> 42.5; DMP 65.0 -> 55.0 (gain +12.5 -> +12.5, paper +11.3)" in line for line in part)
     # DMP D->W (52): first 5.0 at epoch 2.5 (iteration 0, the untrained head, is not read), peak 70.0 at epoch 5
