@@ -390,16 +390,21 @@ def _six_task_seeds(runs: pd.DataFrame) -> list[int]:
 
 
 def _deeper_reading(deep: dict, head: dict, paper: pd.DataFrame) -> list[str]:
-    """Each method's Avg and gain in the deeper form against the study's head-only form, on the seeds both ran."""
+    """Each method's Avg and gain in the deeper form against the study's head-only form, on the seeds both forms and
+    source-only ran (named where they are not the first row's)."""
     if "source_only" not in deep or deep["source_only"][1] is None or "source_only" not in head:
         return []
-    parts = []
+    parts, first = [], None
     for method in METHODS:
         if method not in deep or deep[method][1] is None or method not in head or head[method][1] is None:
             continue
         d, h = deep[method][1], head[method][1]
         seeds = sorted(set(d.index) & set(h.index) & set(deep["source_only"][1].index))
-        text = f"{METHODS[method]} {h[seeds].mean():.1f} -> {d[seeds].mean():.1f}"
+        first = seeds if first is None else first
+        name = METHODS[method]
+        if seeds != first:    # a method that ran fewer seeds: read on its own seeds, named
+            name += f" (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})"
+        text = f"{name} {h[seeds].mean():.1f} -> {d[seeds].mean():.1f}"
         if method != "source_only":
             dg = (d[seeds] - deep["source_only"][1][seeds]).mean()
             hg = (h[seeds] - head["source_only"][1][seeds]).mean()

@@ -210,6 +210,30 @@ def test_the_deeper_fine_tune_on_six_tasks_its_gains_and_its_curves(tmp_path, mo
     assert any("DMP -18.0 (1 runs)" in line for line in part)
 
 
+def test_a_method_with_fewer_seeds_is_compared_with_source_only_on_its_own_seeds(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study_and_deeper(tmp_path)
+    dep = "departures/stages_5_on_v20/{t}/{m}/seed{s}"
+    for i, t in enumerate(TASKS):                  # seed 1 of source-only and DMP: far above seed 0
+        _write(tmp_path, "source_only", 1, t, 80.0 + i, dep)
+        _write(tmp_path, "dmp", 1, t, 90.0, dep)
+        _write(tmp_path, "dann", 0, t, 41.0 + i if i < 4 else 30.0, dep)   # seed 0 only
+        _write(tmp_path, "dann", 0, t, 55.0 + i)                           # head-only form, seed 0
+    part = report.section()
+    part = part[part.index("### The deeper fine-tune on the six tasks"):]
+    # DANN against source-only's seed 0 (40 + i), not the two seeds' means (60 + i): above on the first four
+    # tasks, gain (41 + 42 + 43 + 44 + 30 + 30) / 6 - 42.5 = -4.17 against the paper's 82.2 - 76.1 = +6.1
+    assert "| DANN - Source only | -4.2 | +6.1 | -10.3 | no | 4 of 6 | 1 |" in part
+    # DMP: gains 55 - 42.5 = 12.5 (seed 0) and 90 - 82.5 = 7.5 (seed 1): 10.0 ± 3.5
+    assert "| DMP - Source only | 10.0 ± 3.5 | +11.3 | -1.3 | yes | 6 of 6 | 2 |" in part
+    # head-only against deeper: source-only and DMP on seeds 0, 1 (head-only Avg 52.5 + s and 65 + 3 s); DANN on
+    # its seed 0 alone (head-only Avg 57.5 against source-only's 52.5), and said so
+    assert ("**Head-only against the deeper fine-tune** (Avg of the 6 tasks, the same seeds): Source only 53.0 -> "
+            "62.5; DANN (seed 0) 57.5 -> 38.3 (gain +5.0 -> -4.2, paper +6.1); DMP 66.5 -> 72.5 (gain +13.5 -> "
+            "+10.0, paper +11.3).") in part
+
+
 def test_the_sgd_check_pairs_each_optimiser_s_gains(tmp_path, monkeypatch):
     report = load_script("office31_report")
     monkeypatch.setattr(report, "STUDY", tmp_path)
