@@ -65,8 +65,11 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path, method, metric, mode, se
     full = train(cfg, tmp_path / "a", task=shift_task(target_classes=part), progress=False)
     assert train(cfg, tmp_path / "b", task=shift_task(target_classes=part), progress=False, stop_after=37) is None
     assert not (tmp_path / "b" / "metrics.json").exists()
+    # interrupted a second time: the checkpoint then holds two launches' provenance, this launch one of its own
+    assert train(cfg, tmp_path / "b", task=shift_task(target_classes=part), progress=False, stop_after=61) is None
     resumed = train(cfg, tmp_path / "b", task=shift_task(target_classes=part), progress=False)
     assert outcome(resumed) == outcome(full)
+    assert [p["from_iteration"] for p in resumed["provenance"]] == [0, 37, 61]
     log_a = (tmp_path / "a" / "log.csv").read_text()
     assert log_a == (tmp_path / "b" / "log.csv").read_text()
     assert len(log_a.splitlines()) == 1 + 90 // 5 + 1  # header, every 5th iteration, the last one

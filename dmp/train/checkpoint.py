@@ -99,7 +99,9 @@ def load_states(path, state: dict, fresh: dict, parts: dict) -> None:
         shaped = {"class_means": sums, "means": [s[0] for s in sums], "mean_prediction": fresh["anchors"]["_pred_sum"]}
         fresh = {**fresh, "anchors": {**fresh["anchors"],
                                       **{k: v for k, v in shaped.items() if saved.get(k) is not None}}}
-    problem = _shape_problem({k: state[k] for k in fresh if k in state}, fresh, "checkpoint")
+    # the provenance is a record, one entry per launch (a checkpoint of a run resumed n times holds n + 1, this
+    # launch's state one): not a shape to compare; its fields are checked by load_torch
+    problem = _shape_problem({k: state[k] for k in fresh if k in state and k != "provenance"}, fresh, "checkpoint")
     hint = "; delete it to restart the run from the beginning"
     if problem:
         raise CheckpointError(f"{path}: {problem.replace('checkpoint.', '', 1)}{hint}")
