@@ -8,7 +8,9 @@
 # and, for stages_5_on (the trunk stored before stage 5 of the blocks, whose stages 5-6 are fine-tuned with the head):
 #   python -m dmp data extract-features office31 --out-name office31_lite0_s5_t128 --backbone efficientnet_lite0 \
 #       --resize 146 --crop 128 --views 4 --trunk-stage 5
-# and, for stages_5_on_v20 (the same with 20 stored crops per image, each drawn about twice in 40 epochs):
+# and, for stages_5_on_v20 (the same with 20 stored crops per image, each drawn about twice in 40 epochs; its runs go
+# where the suite puts them, results/office31_lite/runs/office31_lite0_s5v20_t128/, as config/office31_lite.yaml
+# tables this form too):
 #   python -m dmp data extract-features office31 --out-name office31_lite0_s5v20_t128 --backbone efficientnet_lite0 \
 #       --resize 146 --crop 128 --views 20 --trunk-stage 5
 # stages_5_on_v20_sgd is stages_5_on_v20 with the optimiser of the papers the paper's ResNet-50, DANN and CDAN+E rows
@@ -33,6 +35,7 @@ cd "$(dirname "$0")/.."
 JOBS=${1:-2}
 PY=${PY:-.venv/bin/python}
 OUT=results/office31_lite/departures
+RUNS=results/office31_lite/runs
 ALL="dataset=office31 backbone=efficientnet_lite0 resize=146 crop=128 input_cache=on"  # every layer, from the images
 SGD="optimizer=sgd lr=0.01 momentum=0.9 weight_decay=5e-4 lr_schedule=anneal"  # the optimiser of the paper's cited rows
 jobs=()
@@ -60,10 +63,12 @@ run() {
   local method seed
   for kv in "$@"; do case $kv in method=*) method=${kv#method=};; seed=*) seed=${kv#seed=};; esac; done
   local out=$OUT/$name/$task/$method/seed$seed
+  # the deeper form is the second block of config/office31_lite.yaml's vanilla table: its runs are the suite's
+  [ "$name" = stages_5_on_v20 ] && out=$RUNS/office31_lite0_s5v20_t128/vanilla/$task/$method/G/full-full/seed$seed
   [ -f "$out/metrics.json" ] && return 0
   "$PY" -m dmp train --out "$out" source="$(domain "${task%-*}")" target="$(domain "${task#*-}")" setting=vanilla \
     metric=G device=cpu threads=1 "$@" ${EXTRA:-} > "/tmp/office31_departure_${name}_${task}_${method}_${seed}.log" 2>&1 \
     && echo "$out: done"
 }
-export -f run domain; export OUT PY ONLY EXTRA
+export -f run domain; export OUT RUNS PY ONLY EXTRA
 printf '%s\n' "${jobs[@]}" | xargs -P "$JOBS" -I{} bash -c 'run "$@"' _ {}

@@ -3,7 +3,8 @@ beside the paper's (dmp/tables/reported_results.csv, labelled reported), each me
 the paper's gain, and the measured effect of each departure from the paper's protocol on one task.
 
 Reads only committed run folders (metrics.json: config, seed, git commit, dataset version, weights sha256):
-``results/office31_lite/runs/<dataset>/vanilla/<task>/<method>/G/full-full/seed<k>/`` (the suite's runs) and
+``results/office31_lite/runs/<dataset>/vanilla/<task>/<method>/G/full-full/seed<k>/`` (the suite's runs: the study's
+head-only form on :data:`STUDY_DATASET`, the deeper form :data:`DEEPER` on :data:`DEEPER_DATASET`) and
 ``results/office31_lite/departures/<departure>/<task>/<method>/seed<k>/`` (``scripts/office31_departures.sh``).
 
     python scripts/office31_report.py          # prints the section
@@ -18,6 +19,12 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "results" / "office31_lite"
+STUDY_DATASET = "office31_lite0_t128"
+"""The study's head-only form: the trunk stored before the head (4 crops + flips per image)."""
+DEEPER_DATASET = "office31_lite0_s5v20_t128"
+"""The deeper form's data: the trunk stored before stage 5 (20 crops + flips per image); config/office31_lite.yaml's
+second vanilla block, so the suite trains and tables its runs like the study's."""
+SUITE_RUNS = "runs/{}/vanilla/*/*/G/full-full/seed*/metrics.json"
 TASKS = ["A->W", "D->W", "W->D", "A->D", "D->A", "W->A"]
 METHODS = {"source_only": "Source only", "dann": "DANN", "cdan_e": "CDAN+E", "dmp_no_al": "DMP (No AL)",
            "dmp_no_ds": "DMP (No DS)", "dmp": "DMP"}
@@ -60,6 +67,16 @@ def _runs(pattern: str, root: Path | None = None) -> pd.DataFrame:
                          version=m["dataset_version"], weights=m["weights_sha256"],
                          epoch_s=m.get("seconds_per_epoch")))
     return pd.DataFrame(rows)
+
+
+def departure_runs() -> pd.DataFrame:
+    """The runs of every departure, one row each with its ``form``: ``departures/<form>/...``, and the deeper form
+    :data:`DEEPER` from the suite's runs on :data:`DEEPER_DATASET` (with the runs of methods outside the table, such
+    as source-only whose BatchNorm statistics see the target, that ``scripts/office31_departures.sh`` put there)."""
+    frames = [_runs("departures/*/*/*/seed*/metrics.json"), _runs(SUITE_RUNS.format(DEEPER_DATASET))]
+    forms = [lambda f: f["path"].map(lambda p: p[1]), lambda f: DEEPER]
+    frames = [f.assign(form=form) for f, form in zip(frames, forms) if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _reported(setting: str = "vanilla") -> pd.DataFrame:
@@ -129,7 +146,7 @@ def departure_table(study_runs: pd.DataFrame, dep: pd.DataFrame) -> tuple[list[s
     rows = {"study": study_runs[study_runs["task"] == task]}
     for name in DEPARTURES:
         if name != "study":
-            rows[name] = dep[(dep["path"].map(lambda p: p[1]) == name) & (dep["task"] == task)] if len(dep) else dep
+            rows[name] = dep[(dep["form"] == name) & (dep["task"] == task)] if len(dep) else dep
     lines = [f"| form ({task}) | dataset | Source only | Source only, BN sees target | DMP | DMP - Source only | "
              "change of that gain (against) | seeds |", "|---|---|---|---|---|---|---|---|"]
     gains, means, bn = {}, {}, {}
@@ -255,10 +272,10 @@ def _bn_reading(gains: dict) -> str:
 
 
 def section() -> list[str]:
-    runs = _runs("runs/*/vanilla/*/*/G/full-full/seed*/metrics.json")
+    runs = _runs(SUITE_RUNS.format(STUDY_DATASET))
     if runs.empty:
         return []
-    dep = _runs("departures/*/*/*/seed*/metrics.json")
+    dep = departure_runs()
     paper = _reported()
     table, avgs = study_table(runs, paper)
     lines = ["## Office-31, real images, EfficientNet-Lite0 head fine-tuned", "",
@@ -298,7 +315,7 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict, study:
     beside the paper's, the gains, what changes against the study's head-only form (``vanilla``: its per-seed
     averages, :func:`study_table`; ``study``: its runs), source-only by what adapts, and the target accuracy during
     training where a run measured it."""
-    runs = dep[dep["path"].map(lambda p: p[1]) == DEEPER] if len(dep) else dep
+    runs = dep[dep["form"] == DEEPER] if len(dep) else dep
     seeds = _six_task_seeds(runs)
     adapts = by_what_adapts(dep, study, paper)
     if not seeds and not adapts:
@@ -309,8 +326,10 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict, study:
         table, avgs = study_table(runs, paper, DEEPER_METHODS)
         gains = gain_table(avgs, paper, DEEPER_METHODS)
         lines += [f"The departure `{DEEPER}` (the last row above) on every task, seed{'s' if len(seeds) > 1 else ''} "
-                  f"{', '.join(map(str, seeds))}, the same preset and schedule (`TASKS=\"A-W D-W W-D A-D D-A W-A\"` "
-                  "for `scripts/office31_departures.sh`). " + _provenance(runs), "", *table, "",
+                  f"{', '.join(map(str, seeds))}, the same preset and schedule, run through the suite: the dataset "
+                  f"`{DEEPER_DATASET}` is the second block of config/office31_lite.yaml's vanilla table (its table "
+                  "in `results/office31_lite/tables/vanilla.md`, where a run still missing prints as a dash). "
+                  + _provenance(runs), "", *table, "",
                   *(["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""] if gains else []),
                   *_deeper_reading(avgs, vanilla, paper)]
     return lines + adapts + (trajectory(runs) if seeds else [])
@@ -437,7 +456,7 @@ def by_what_adapts(dep: pd.DataFrame, study: pd.DataFrame, paper: pd.DataFrame) 
     runs = dep[dep["method"].isin(["source_only", "dmp"])] if len(dep) else dep
     if runs.empty:
         return []
-    form = runs["path"].map(lambda p: p[1])
+    form = runs["form"]
     keys = sorted({(m, t, s) for m, t, s, f in zip(runs["method"], runs["task"], runs["seed"], form)
                    if f in FORMS and f != DEEPER}, key=lambda k: (k[0] != "source_only", TASKS.index(k[1]), k[2]))
     if not keys:
@@ -649,7 +668,7 @@ PARTIAL_HEADING = "## Office-31 partial, real images, EfficientNet-Lite0 head fi
 def partial_section(vanilla: dict | None = None) -> list[str]:
     """The partial setting on the same stored trunk (31 source classes, the target's 10 shared with Caltech-256);
     ``vanilla``: the vanilla table's per-seed averages (:func:`study_table`), for DANN's vanilla gain."""
-    runs = _runs("runs/*/partial/*/*/G/full-partial/seed*/metrics.json")
+    runs = _runs(f"runs/{STUDY_DATASET}/partial/*/*/G/full-partial/seed*/metrics.json")
     if runs.empty:
         return []
     paper = _reported("partial")

@@ -15,8 +15,10 @@ __all__ = ["CheckpointError", "LOCK_FILE", "RUNTIME_KEYS", "RunFolderBusy", "che
            "config_changes", "holds_run_lock", "load_states", "load_torch", "read_metrics_file", "run_lock",
            "save_json", "save_text", "save_torch", "write_config"]
 
-# Config keys that change how a run executes, not what it computes: a run may resume with other values.
-RUNTIME_KEYS = ("threads", "num_workers", "device", "checkpoint_every", "compile", "input_cache")
+# Config keys that change how a run executes, not what it computes: a run may resume with other values, and a table
+# takes a run whatever their values. log_accuracy_every only adds a record beside the result (the target accuracy
+# during training, for diagnosis; evaluating in between leaves every number of the run as it is, a tested property).
+RUNTIME_KEYS = ("threads", "num_workers", "device", "checkpoint_every", "compile", "input_cache", "log_accuracy_every")
 RUN_FILES = ("checkpoint.pt", "metrics.json", "log.csv")
 
 
