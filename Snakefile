@@ -32,9 +32,9 @@ localrules:
 
 
 rule all_tables:
-    """Every table of config["tables"]."""
+    """Every table of config["tables"], and each of its runs (table_inputs)."""
     input:
-        table_outputs(SUITE.tables),
+        table_inputs(SUITE.tables),
 
 
 include: "workflow/rules/data.smk"

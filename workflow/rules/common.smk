@@ -42,6 +42,13 @@ def table_outputs(tables):
     return [f"{RESULTS}/tables/{t}.{ext}" for t in tables for ext in TABLE_FILES]
 
 
+def table_inputs(tables):
+    """The targets of ``tables``: their files and, as inputs of the target itself, their runs' metrics.json. A table
+    file that is present (committed, or built before a block was added) would otherwise keep its missing runs
+    untrained: Snakemake leaves a missing input alone when its consumer's output is present and newer."""
+    return table_outputs(tables) + [p for t in tables for p in metrics_inputs(SUITE.table_runs(t))]
+
+
 def metrics_inputs(runs):
     """metrics.json of ``runs``; with ``require_runs: false`` only those that exist (tables then show dashes)."""
     paths = [r.metrics_path(RESULTS) for r in runs]

@@ -54,7 +54,7 @@ for _table in SUITE.tables:
         name:
             f"table_{_table}"
         input:
-            table_outputs([_table]),
+            table_inputs([_table]),
 
 
 for _name, (_table, _block, _row) in SUITE.rows().items():
@@ -64,3 +64,4 @@ for _name, (_table, _block, _row) in SUITE.rows().items():
             _name
         input:
             f"{RESULTS}/tables/rows/{_table}/{_block}/{_row}.md",
+            metrics_inputs(SUITE.row_runs(_table, _block, _row)),  # its runs, whatever the row file (table_inputs)
