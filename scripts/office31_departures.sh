@@ -18,6 +18,9 @@
 # with the backbone's weights held (backbone_lr_mult = 0) while its BatchNorm layers still track the source's
 # statistics in training mode: what the statistics alone do; stages_5_on_v20_bnfrozen keeps the backbone's BatchNorm
 # layers on their ImageNet statistics (backbone_bn = frozen) while the weights fine-tune.
+# stages_5_on_v20_mean_one is stages_5_on_v20 with the vanilla intra-class term's class weights at c times the
+# printed 1/c (weight_norm = mean_one: the unweighted Eq. IntraLoss&Truncated, 31 times stronger on Office-31): what
+# the scale of the discriminative term does where DMP's share over DMP (No DS) is far below the paper's (METHODS=dmp).
 # all_layers is the paper's protocol but for the crop size: every layer of EfficientNet-Lite0 fine-tuned (0.1x lr),
 # read from the images with the paper's augmentation at 128 px crops of 146 px (about 3 s per source batch on one
 # core, so for the short tasks: TASKS="D-A"); it needs the decoded images cached once:
@@ -50,6 +53,7 @@ for seed in ${SEEDS:-0 1 2}; do
       jobs+=("stages_5_on_v20_sgd $task dataset=office31_lite0_s5v20_t128 $SGD method=$method seed=$seed")
       jobs+=("stages_5_on_v20_lr0 $task dataset=office31_lite0_s5v20_t128 backbone_lr_mult=0 method=$method seed=$seed")
       jobs+=("stages_5_on_v20_bnfrozen $task dataset=office31_lite0_s5v20_t128 backbone_bn=frozen method=$method seed=$seed")
+      jobs+=("stages_5_on_v20_mean_one $task dataset=office31_lite0_s5v20_t128 weight_norm=mean_one method=$method seed=$seed")
       jobs+=("all_layers $task $ALL method=$method seed=$seed")
       jobs+=("all_layers_bnfrozen $task $ALL backbone_bn=frozen method=$method seed=$seed")
     done

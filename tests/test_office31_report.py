@@ -236,6 +236,48 @@ def test_a_method_with_fewer_seeds_is_compared_with_source_only_on_its_own_seeds
             "+10.0, paper +11.3).") in part
 
 
+def test_each_gain_is_split_into_the_target_statistics_and_the_losses(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study(tmp_path)
+    dep = "runs/office31_lite0_s5v20_t128/vanilla/{t}/{m}/G/full-full/seed{s}"
+    for s in (0, 1):
+        for i, t in enumerate(TASKS):   # Avg: source-only 42.5 + s, BN sees target 46.5 / 49.5, DMP 55 + s
+            _write(tmp_path, "source_only", s, t, 40.0 + i + s, dep)
+            _write(tmp_path, "source_only_bn", s, t, 44.0 + i + 3 * s, dep)
+            _write(tmp_path, "dmp", s, t, 50.0 + 2 * i + s, dep)
+            _write(tmp_path, "dmp_no_ds", s, t, 48.0 + i, dep)          # Avg 50.5 on both seeds
+    for i, t in enumerate(TASKS):
+        _write(tmp_path, "dann", 0, t, 45.0 + i, dep)                   # seed 0 only: Avg 47.5
+        _write(tmp_path, "dmp_no_al", 1, t, 60.0 + i, dep)              # seed 1 only: Avg 62.5
+    part = report.section()
+    part = part[part.index("### The deeper fine-tune on the six tasks"):]
+    text = next(line for line in part if line.startswith("**What the target batches' statistics give**"))
+    # the share over seeds 0, 1: (46.5 - 42.5 + 49.5 - 43.5) / 2 = 5.0; DANN on its seed 0 alone: 4.0 + 1.0;
+    # DMP (No AL) on seed 1: 62.5 - 43.5 = 19.0 = 6.0 + 13.0; DMP: 12.5 = 5.0 + (8.5 + 6.5) / 2
+    assert "seeds 0, 1): source-only whose fine-tuned BatchNorm" in text and "is +5.0 above source-only" in text
+    assert "DANN +5.0 (+4.0 statistics, +1.0 losses, seed 0; paper +6.1)" in text
+    assert "DMP (No AL) +19.0 (+6.0 statistics, +13.0 losses, seed 1; paper +8.0)" in text
+    assert "DMP (No DS) +7.5 (+5.0 statistics, +2.5 losses; paper +6.2)" in text
+    assert "DMP +12.5 (+5.0 statistics, +7.5 losses; paper +11.3)" in text
+    # DMP minus No DS: 55 - 50.5, 56 - 50.5 -> +5.0 (paper 87.4 - 82.3); minus No AL on seed 1: 56 - 62.5
+    assert "L_DS (its discriminative structure loss) +5.0 (seeds 0, 1; paper +5.1)" in text
+    assert "L_AL (its alignment loss) -6.5 (seed 1; paper +3.3)" in text
+
+
+def test_no_target_statistics_reading_before_its_row_ran_six_tasks(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study(tmp_path)
+    dep = "runs/office31_lite0_s5v20_t128/vanilla/{t}/{m}/G/full-full/seed{s}"
+    for i, t in enumerate(TASKS):
+        _write(tmp_path, "source_only", 0, t, 40.0 + i, dep)
+        _write(tmp_path, "dmp", 0, t, 50.0 + 2 * i, dep)
+        if t != "W->A":
+            _write(tmp_path, "source_only_bn", 0, t, 44.0, dep)
+    assert not any(line.startswith("**What the target batches'") for line in report.section())
+
+
 def test_the_sgd_check_pairs_each_optimiser_s_gains(tmp_path, monkeypatch):
     report = load_script("office31_report")
     monkeypatch.setattr(report, "STUDY", tmp_path)
