@@ -332,7 +332,47 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict, study:
                   + _provenance(runs), "", *table, "",
                   *(["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""] if gains else []),
                   *_deeper_reading(avgs, vanilla, paper), *_statistics_share(avgs, paper)]
-    return lines + adapts + (trajectory(runs) if seeds else [])
+    return lines + adapts + class_weight_check(dep, paper) + (trajectory(runs) if seeds else [])
+
+
+MEAN_ONE = "stages_5_on_v20_mean_one"
+"""The deeper form with the vanilla intra-class term's class weights at c times the printed 1/c (weight_norm =
+mean_one): DMP only, read against the deeper form's runs of the same task and seed."""
+
+
+def class_weight_check(dep: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
+    """DMP with the printed class weights (1/c, the default) and with c times them, beside DMP (No DS) and
+    source-only of the same task and seed in the deeper form: what L_DS adds over DMP (No DS) either way, beside the
+    paper's DMP minus DMP (No DS) on that task."""
+    if dep.empty or (mine := dep[(dep["form"] == MEAN_ONE) & (dep["method"] == "dmp")]).empty:
+        return []
+    base = dep[dep["form"] == DEEPER].set_index(["task", "seed", "method"])["accuracy"]
+    lines = ["| task | seed | Source only | DMP (No DS) | DMP, w = 1/c (printed, default) | DMP, c w = 1 | "
+             "L_DS share, w = 1/c | L_DS share, c w = 1 | paper's L_DS share |", "|---|" + "---|" * 8]
+    shares = []
+    for row in mine.sort_values(["task", "seed"]).itertuples():
+        got = {m: base.get((row.task, row.seed, m)) for m in ("source_only", "dmp_no_ds", "dmp")}
+        if any(v is None for v in got.values()):
+            continue
+        printed, scaled = got["dmp"] - got["dmp_no_ds"], row.accuracy - got["dmp_no_ds"]
+        ref = paper.loc["dmp", row.task] - paper.loc["dmp_no_ds", row.task]
+        shares.append((printed, scaled, ref))
+        lines.append(f"| {row.task} | {row.seed} | {got['source_only']:.1f} | {got['dmp_no_ds']:.1f} | "
+                     f"{got['dmp']:.1f} | {row.accuracy:.1f} | {printed:+.1f} | {scaled:+.1f} | {ref:+.1f} |")
+    if not shares:
+        return []
+    printed, scaled, ref = (sum(v) / len(shares) for v in zip(*shares))
+    closer = "closer to" if abs(scaled - ref) < abs(printed - ref) else "no closer to"
+    return ["**The scale of the intra-class term** (`weight_norm`): the vanilla class weights of Eq. ClassWeight "
+            "are printed as 1/c, so on Office-31's 31 classes the target intra-class term is 31 times weaker than "
+            "the unweighted Eq. IntraLoss&Truncated; the paper calls these weights \"useless in the vanilla setting\" "
+            "and does not say which scale lambda1 = 10 was set for. DMP with c w = 1 (`weight_norm=mean_one`, "
+            f"`scripts/office31_departures.sh`, departure `{MEAN_ONE}`) beside the deeper form's runs of the same "
+            "task and seed:", "", *lines, "",
+            f"Over these runs L_DS adds {printed:+.1f} with the printed weights and {scaled:+.1f} with c w = 1, "
+            f"{closer} the paper's {ref:+.1f} on the same tasks"
+            + ("; the stronger term lowers DMP, so a too weak printed scale is not why L_DS adds less here than "
+               "in the paper." if scaled < printed else "."), ""]
 
 
 TERMS = {"L_DS (its discriminative structure loss)": "dmp_no_ds", "L_AL (its alignment loss)": "dmp_no_al"}
@@ -344,7 +384,7 @@ def _statistics_share(avgs: dict, paper: pd.DataFrame) -> list[str]:
     the target batches (``source_only_bn``: source-only's weight updates, the target batches' statistics) ran the six
     tasks: that row minus source-only (what the statistics alone give) plus the method minus that row (what its
     losses add), per seed, each method on the seeds it ran too; then DMP's two terms, DMP minus the ablation without
-    each, beside the paper's."""
+    each (on every seed both ran the six tasks), beside the paper's."""
     so, bn = (avgs.get(m, (None, None))[1] for m in ("source_only", "source_only_bn"))
     if so is None or bn is None or not (seeds := sorted(set(so.dropna().index) & set(bn.dropna().index))):
         return []
@@ -361,7 +401,7 @@ def _statistics_share(avgs: dict, paper: pd.DataFrame) -> list[str]:
     terms = []
     for term, ablation in TERMS.items():
         full, part = (avgs.get(m, (None, None))[1] for m in ("dmp", ablation))
-        if full is None or part is None or (diff := (full - part).reindex(seeds).dropna()).empty:
+        if full is None or part is None or (diff := (full - part).dropna()).empty:
             continue
         terms.append(f"{term} {diff.mean():+.1f} (seed{'s' if len(diff) > 1 else ''} "
                      f"{', '.join(map(str, diff.index))}; paper {paper.loc['dmp', 'Avg'] - paper.loc[ablation, 'Avg']:+.1f})")

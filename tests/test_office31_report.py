@@ -278,6 +278,29 @@ def test_no_target_statistics_reading_before_its_row_ran_six_tasks(tmp_path, mon
     assert not any(line.startswith("**What the target batches'") for line in report.section())
 
 
+def test_the_intra_class_scale_is_read_against_the_same_task_and_seed(tmp_path, monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study(tmp_path)
+    deeper = "runs/office31_lite0_s5v20_t128/vanilla/{t}/{m}/G/full-full/seed{s}"
+    mine = "departures/stages_5_on_v20_mean_one/{t}/{m}/seed{s}"
+    for i, t in enumerate(TASKS):                   # the deeper form, seed 0: source-only 40 + i, DMP 50 + 2 i
+        _write(tmp_path, "source_only", 0, t, 40.0 + i, deeper)
+        _write(tmp_path, "dmp", 0, t, 50.0 + 2 * i, deeper)
+    _write(tmp_path, "dmp_no_ds", 0, "A->W", 48.0, deeper)
+    _write(tmp_path, "dmp_no_ds", 0, "D->W", 53.0, deeper)
+    _write(tmp_path, "dmp", 0, "A->W", 58.0, mine)
+    _write(tmp_path, "dmp", 0, "D->W", 51.0, mine)
+    _write(tmp_path, "dmp", 1, "W->A", 70.0, mine)          # no deeper run of W->A seed 1: left out
+    part = report.section()
+    # L_DS share = DMP - DMP (No DS) of the same task and seed; the paper's: 93.0 - 82.7 (A->W), 99.0 - 97.7 (D->W)
+    assert "| A->W | 0 | 40.0 | 48.0 | 50.0 | 58.0 | +2.0 | +10.0 | +10.3 |" in part
+    assert "| D->W | 0 | 41.0 | 53.0 | 52.0 | 51.0 | -1.0 | -2.0 | +1.3 |" in part
+    assert not any(line.startswith("| W->A | 1 |") for line in part)
+    assert ("Over these runs L_DS adds +0.5 with the printed weights and +4.0 with c w = 1, closer to the paper's "
+            "+5.8 on the same tasks.") in part                    # the stronger term raised DMP here
+
+
 def test_the_sgd_check_pairs_each_optimiser_s_gains(tmp_path, monkeypatch):
     report = load_script("office31_report")
     monkeypatch.setattr(report, "STUDY", tmp_path)
