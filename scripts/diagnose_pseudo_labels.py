@@ -3,17 +3,18 @@ pseudo-labels are worse?
 
 L_DS's target term (Eq. WeightedIntraLoss) pulls each target feature towards the source anchor of its top-k
 predicted classes, weighted by the prediction ``p^t``. When that term starts (epoch 15), the deeper CPU form's
-predictions are right on about 52 % of amazon (W->A) and 46 % (D->A); the paper's DMP (No DS), the model without the
-term, ends at 65.5 and 66.2 on these tasks. If the pseudo-labels' quality is what limits the term, giving it
-pseudo-labels as accurate as the paper's should raise what L_DS adds to about the paper's share.
+predictions on amazon are right far less often than the paper's DMP (No DS), the model without the term, ends
+(docs/evidence.md tables both). If the pseudo-labels' quality is what limits the term, giving it pseudo-labels as
+accurate as the paper's should raise what L_DS adds to about the paper's share.
 
 The experiment: DMP whose intra-class term, for a fixed random fraction ``q`` of the target images, reads the
 image's true label (one-hot) in place of ``p^t``; every other term, the network, the data and the schedule are
 DMP's own. It is a diagnosis that reads target labels: its runs never enter a table. Each run is scored on the target
 images whose labels it never read (the *held-out* images); DMP (No DS) and DMP are trained again by the same code
 (``--fraction 0``: nothing is replaced, so the run is DMP's, bit for bit, and its accuracy is the committed run's)
-to be scored on the same held-out images. The held-out images of a seed are the same for every ``q``: the first
-``round(q n)`` images of one seeded permutation are read.
+to be scored on the same held-out images. The read images are the first ``round(q n)`` of one permutation drawn
+from the seed, so a larger ``q`` reads those of a smaller one and more; each ``q`` is scored on the images it did
+not read.
 
 Usage (one run; a finished run is skipped, an interrupted one resumes from its checkpoint):
     python scripts/diagnose_pseudo_labels.py --task W-A --method dmp --fraction 0.3 --seed 0
