@@ -376,11 +376,11 @@ def class_weight_check(dep: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
                "in the paper." if scaled < printed else "."), ""]
 
 
-PSEUDO = STUDY / "diagnosis" / "pseudo_labels"
-"""scripts/diagnose_pseudo_labels.py's runs: ``q<q>/<task>/<method>/seed<k>/diagnosis.json``."""
+PSEUDO = "diagnosis/pseudo_labels"
+"""Under :data:`STUDY`, scripts/diagnose_pseudo_labels.py's runs: ``q<q>/<task>/<method>/seed<k>/diagnosis.json``."""
 
 
-def _diagnosis_runs(root: Path = PSEUDO) -> dict:
+def _diagnosis_runs(root: Path) -> dict:
     """``{(q, task, method, seed): diagnosis.json}`` of the pseudo-label diagnosis."""
     out = {}
     for f in sorted(root.glob("q*/*/*/seed*/diagnosis.json")):
@@ -405,7 +405,7 @@ GAP_CLOSED = (0.25, 0.75)
 """The shares of the gap between L_DS's own share and the paper's that read as "part of" and as "accounts for"."""
 
 
-def pseudo_label_check(paper: pd.DataFrame, root: Path = PSEUDO) -> list[str]:
+def pseudo_label_check(paper: pd.DataFrame, root: Path | None = None) -> list[str]:
     """The pseudo-label diagnosis: per task, seed and q where DMP (No DS), DMP and DMP whose intra-class term reads
     the labels of a fraction q of the target all ran, each scored on the images none of them read labels of; what L_DS
     adds (DMP minus DMP (No DS)) with DMP's own pseudo-labels and with the q labels read, beside the paper's share on
@@ -413,6 +413,7 @@ def pseudo_label_check(paper: pd.DataFrame, root: Path = PSEUDO) -> list[str]:
     DMP's accuracy on the read images without and with their labels read (what the term does with a right label).
     Read per q: the share of the gap (paper's minus own) that reading the labels closes."""
     from diagnose_pseudo_labels import read_mask
+    root = STUDY / PSEUDO if root is None else root
     runs = _diagnosis_runs(root)
     lines = ["| task | seed | q | labels right at the term's start, own / with q | DMP (No DS) | DMP | DMP, q read "
              "| L_DS share, own | L_DS share, q read | paper's L_DS share | read images: DMP / DMP, q read |",
