@@ -428,8 +428,10 @@ def pseudo_label_check(paper: pd.DataFrame, root: Path | None = None) -> list[st
         start = _at_start(own)
         ref = paper.loc["dmp", task] - paper.loc["dmp_no_ds", task]
         on_read = (_accuracy_on(own, read, False), _accuracy_on(run, read, False))
-        shares.setdefault(q, []).append((acc[1] - acc[0], acc[2] - acc[0], ref, *on_read, paper.loc["dmp_no_ds", task],
-                                         paper.loc["dmp", task], None if start is None else 100 * q + (1 - q) * start))
+        shares.setdefault(q, []).append(dict(own=acc[1] - acc[0], lifted=acc[2] - acc[0], ref=ref, before=on_read[0],
+                                             after=on_read[1], paper_no_ds=paper.loc["dmp_no_ds", task],
+                                             paper_dmp=paper.loc["dmp", task],
+                                             labelled=None if start is None else 100 * q + (1 - q) * start))
         right = "–" if start is None else f"{start:.1f} / {100 * q + (1 - q) * start:.1f}"
         lines.append(f"| {task} | {seed} | {q:g} | {right} | {acc[0]:.1f} | {acc[1]:.1f} | {acc[2]:.1f} | "
                      f"{acc[1] - acc[0]:+.1f} | {acc[2] - acc[0]:+.1f} | {ref:+.1f} | "
@@ -438,8 +440,10 @@ def pseudo_label_check(paper: pd.DataFrame, root: Path | None = None) -> list[st
         return []
     readings = []
     for q, rows in shares.items():
-        own, lifted, ref, before, after, paper_no_ds, paper_dmp = (sum(v) / len(rows) for v in list(zip(*rows))[:7])
-        labelled = [r[7] for r in rows if r[7] is not None]
+        own, lifted, ref, before, after, paper_no_ds, paper_dmp = (
+            sum(r[k] for r in rows) / len(rows)
+            for k in ("own", "lifted", "ref", "before", "after", "paper_no_ds", "paper_dmp"))
+        labelled = [r["labelled"] for r in rows if r["labelled"] is not None]
         right = "" if not labelled else f"the term's labels right on {sum(labelled) / len(labelled):.1f} % at its start, "
         closed = (lifted - own) / (ref - own) if ref > own else None
         if closed is None:
