@@ -20,6 +20,8 @@ Usage (one run; a finished run is skipped, an interrupted one resumes from its c
     python scripts/diagnose_pseudo_labels.py --task W-A --method dmp --fraction 0.3 --seed 0
 Runs: results/office31_lite/diagnosis/pseudo_labels/q<q>/<task>/<method>/seed<k>/ (the trainer's files, and
 diagnosis.json: the per-image predictions, the read images, the accuracies); read by scripts/office31_report.py.
+``--set key=value`` (repeatable) changes a key of the preset for every run of a variant, which lives in a root of
+its own: ``--set weight_norm=mean_one`` writes under results/office31_lite/diagnosis/pseudo_labels_weight_norm-mean_one/.
 """
 from __future__ import annotations
 
@@ -139,19 +141,47 @@ def diagnose(user_cfg: dict, fraction: float, out: Path) -> dict:
     return result
 
 
-def run(task: str, method: str, fraction: float, seed: int, out_root: Path = OUT) -> dict:
-    """One Office-31 run of the diagnosis, on the deeper form's stored trunk, with the study's preset."""
+def variant_root(overrides: dict, out_root: Path = OUT) -> Path:
+    """The root of the runs with the preset changed by ``overrides`` (``out_root`` itself when there is none)."""
+    tag = "_".join(f"{k}-{v}" for k, v in sorted(overrides.items()))
+    return out_root.with_name(f"{out_root.name}_{tag}") if tag else out_root
+
+
+def parse_sets(items: list[str]) -> dict:
+    """``["key=value", ...]`` -> ``{key: value}``; the values are checked by the config's own validation."""
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise SystemExit(f"--set {item!r}: expected key=value")
+        if key in ("dataset", "source", "target", "method", "seed", "setting", "metric"):
+            raise SystemExit(f"--set {key}: fixed by --task/--method/--seed and the study")
+        out[key] = value
+    return out
+
+
+def run(task: str, method: str, fraction: float, seed: int, out_root: Path = OUT,
+        overrides: dict | None = None) -> dict:
+    """One Office-31 run of the diagnosis, on the deeper form's stored trunk, with the study's preset (changed by
+    ``overrides``, whose runs live in :func:`variant_root`)."""
     if method not in ("dmp", "dmp_no_ds"):
         raise SystemExit(f"--method {method!r}: dmp or dmp_no_ds")
     if not 0.0 <= fraction < 1.0:
         raise SystemExit(f"--fraction {fraction}: in [0, 1)")
     if method == "dmp_no_ds" and fraction:
         raise SystemExit("--method dmp_no_ds reads no pseudo-label: --fraction 0")
+    overrides = dict(overrides or {})
     src, tgt = task.split("-")
-    out = out_root / f"q{fraction:g}" / task / method / f"seed{seed}"
+    out = variant_root(overrides, out_root) / f"q{fraction:g}" / task / method / f"seed{seed}"
     cfg = {"dataset": DATASET, "source": DOMAINS[src], "target": DOMAINS[tgt], "setting": "vanilla",
            "metric": "G", "device": "cpu", "threads": 1, "method": method, "seed": seed,
-           "log_accuracy_every": 50}  # the target accuracy when the intra-class term starts (training unchanged)
+           "log_accuracy_every": 50,  # the target accuracy when the intra-class term starts (training unchanged)
+           **overrides}
+    from dmp.config import ConfigError, resolve
+    try:
+        resolve({**cfg, "compile": "off"})
+    except ConfigError as e:
+        raise SystemExit(f"--set: {e}") from None
     return {"task": task, **diagnose(cfg, fraction, out)}
 
 
@@ -161,8 +191,10 @@ def main(argv=None):
     ap.add_argument("--method", required=True)
     ap.add_argument("--fraction", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="change a preset key for this variant (its runs get a root of their own)")
     a = ap.parse_args(argv)
-    r = run(a.task, a.method, a.fraction, a.seed)
+    r = run(a.task, a.method, a.fraction, a.seed, overrides=parse_sets(a.set))
     print(f"{a.task} {a.method} q={a.fraction:g} seed {a.seed}: accuracy {r['accuracy']:.1f}, "
           f"on the {r['images'] - r['read']} held-out images {r['accuracy_held_out']:.1f}")
 

@@ -405,20 +405,15 @@ GAP_CLOSED = (0.25, 0.75)
 """The shares of the gap between L_DS's own share and the paper's that read as "part of" and as "accounts for"."""
 
 
-def pseudo_label_check(paper: pd.DataFrame, root: Path | None = None) -> list[str]:
-    """The pseudo-label diagnosis: per task, seed and q where DMP (No DS), DMP and DMP whose intra-class term reads
-    the labels of a fraction q of the target all ran, each scored on the images none of them read labels of; what L_DS
-    adds (DMP minus DMP (No DS)) with DMP's own pseudo-labels and with the q labels read, beside the paper's share on
-    that task; the intra-class term's labels right at its start (DMP's own, and with q read: q + (1 - q) x own); and
-    DMP's accuracy on the read images without and with their labels read (what the term does with a right label).
-    Read per q: the share of the gap (paper's minus own) that reading the labels closes."""
+SCALE_VARIANT = {"weight_norm": "mean_one"}
+"""The pseudo-label diagnosis again with the unweighted intra-class term (c w = 1; ``--set weight_norm=mean_one``).
+The key scales the intra-class term only, which DMP (No DS) does not have: its runs are the plain diagnosis's."""
+
+
+def _pseudo_label_rows(paper: pd.DataFrame, runs: dict) -> tuple[list[str], dict]:
+    """The diagnosis table's rows, and ``{q: {(task, seed): numbers}}`` of each row (see :func:`pseudo_label_check`)."""
     from diagnose_pseudo_labels import read_mask
-    root = STUDY / PSEUDO if root is None else root
-    runs = _diagnosis_runs(root)
-    lines = ["| task | seed | q | labels right at the term's start, own / with q | DMP (No DS) | DMP | DMP, q read "
-             "| L_DS share, own | L_DS share, q read | paper's L_DS share | read images: DMP / DMP, q read |",
-             "|---|" + "---|" * 10]
-    shares: dict[float, list] = {}
+    lines, shares = [], {}
     for (q, task, method, seed), run in sorted(runs.items()):
         no_ds, own = runs.get((0.0, task, "dmp_no_ds", seed)), runs.get((0.0, task, "dmp", seed))
         if method != "dmp" or not q or no_ds is None or own is None:
@@ -428,18 +423,22 @@ def pseudo_label_check(paper: pd.DataFrame, root: Path | None = None) -> list[st
         start = _at_start(own)
         ref = paper.loc["dmp", task] - paper.loc["dmp_no_ds", task]
         on_read = (_accuracy_on(own, read, False), _accuracy_on(run, read, False))
-        shares.setdefault(q, []).append(dict(own=acc[1] - acc[0], lifted=acc[2] - acc[0], ref=ref, before=on_read[0],
-                                             after=on_read[1], paper_no_ds=paper.loc["dmp_no_ds", task],
-                                             paper_dmp=paper.loc["dmp", task],
-                                             labelled=None if start is None else 100 * q + (1 - q) * start))
+        shares.setdefault(q, {})[(task, seed)] = dict(
+            own=acc[1] - acc[0], lifted=acc[2] - acc[0], ref=ref, before=on_read[0], after=on_read[1],
+            paper_no_ds=paper.loc["dmp_no_ds", task], paper_dmp=paper.loc["dmp", task],
+            labelled=None if start is None else 100 * q + (1 - q) * start)
         right = "–" if start is None else f"{start:.1f} / {100 * q + (1 - q) * start:.1f}"
         lines.append(f"| {task} | {seed} | {q:g} | {right} | {acc[0]:.1f} | {acc[1]:.1f} | {acc[2]:.1f} | "
                      f"{acc[1] - acc[0]:+.1f} | {acc[2] - acc[0]:+.1f} | {ref:+.1f} | "
                      f"{on_read[0]:.1f} / {on_read[1]:.1f} |")
-    if not shares:
-        return []
+    return lines, shares
+
+
+def _pseudo_label_readings(shares: dict) -> list[str]:
+    """Per q: what L_DS adds with the q labels read, beside DMP's own share and the paper's; the gap closed."""
     readings = []
-    for q, rows in shares.items():
+    for q, by_run in shares.items():
+        rows = list(by_run.values())
         own, lifted, ref, before, after, paper_no_ds, paper_dmp = (
             sum(r[k] for r in rows) / len(rows)
             for k in ("own", "lifted", "ref", "before", "after", "paper_no_ds", "paper_dmp"))
@@ -460,16 +459,75 @@ def pseudo_label_check(paper: pd.DataFrame, root: Path | None = None) -> list[st
                         f"tasks" + ("" if closed is None else f": the labels close {100 * closed:.0f} % of the gap")
                         + f", so {verdict}; on the read images themselves DMP is right on {before:.1f} % without "
                         f"and {after:.1f} % with their labels read.")
-    return ["**The pseudo-labels' quality** (`scripts/diagnose_pseudo_labels.py`, a diagnosis that reads target "
-            "labels; no table reads its runs). L_DS's target term pulls each target image towards the source anchor "
-            "of its predicted class; when it starts (epoch 15) DMP's predictions here are right far less often than "
-            "the paper's model's. DMP whose intra-class term reads the true label of a fixed random fraction q of "
-            "the target images (everything else DMP's own), beside DMP and DMP (No DS) trained again by the same "
-            "code, all scored on the images whose labels were not read (the deeper form's data and preset); the "
-            "last column is DMP's accuracy on the read images, without and with their labels read:", "",
-            *lines, "", " ".join(readings) + " The read labels act through the read images, which share the network "
-            "with the scored ones: the way better pseudo-labels would act."
-            + ("" if (prov := _runs("q*/*/*/seed*/metrics.json", root)).empty else " " + _provenance(prov)), ""]
+    return readings
+
+
+def _scale_reading(plain: dict, scaled: dict) -> str:
+    """Per q, on the tasks and seeds both ran: L_DS's share with c w = 1 against the printed w = 1/c, both with the
+    q labels read, and the paper's share; whether the stronger term with right labels reaches the paper's."""
+    out = []
+    for q, by_run in scaled.items():
+        both = sorted(set(by_run) & set(plain.get(q, {})))
+        if not both:
+            continue
+        mean = lambda rows, k: sum(r[k] for r in rows) / len(rows)  # noqa: E731
+        s_rows, p_rows = [by_run[b] for b in both], [plain[q][b] for b in both]
+        s_own, s_lift, p_lift, ref = (mean(s_rows, "own"), mean(s_rows, "lifted"), mean(p_rows, "lifted"),
+                                      mean(s_rows, "ref"))
+        where = ", ".join(f"{t} seed {k}" for t, k in both)
+        if s_lift >= ref - 1.0:
+            verdict = "with right labels the stronger term gives the paper's share: the printed scale limits L_DS"
+        elif s_lift > p_lift + 1.0:
+            verdict = "the stronger term adds more with right labels, short of the paper's share"
+        else:
+            verdict = "the stronger term adds no more even with right labels: its scale is not what limits L_DS here"
+        out.append(f"With q = {q:g} ({where}) L_DS adds {s_lift:+.1f} with c w = 1 ({s_own:+.1f} with DMP's own "
+                   f"pseudo-labels) against {p_lift:+.1f} with the printed w = 1/c and the paper's {ref:+.1f}: "
+                   f"{verdict}.")
+    return " ".join(out)
+
+
+def pseudo_label_check(paper: pd.DataFrame, root: Path | None = None) -> list[str]:
+    """The pseudo-label diagnosis: per task, seed and q where DMP (No DS), DMP and DMP whose intra-class term reads
+    the labels of a fraction q of the target all ran, each scored on the images none of them read labels of; what L_DS
+    adds (DMP minus DMP (No DS)) with DMP's own pseudo-labels and with the q labels read, beside the paper's share on
+    that task; the intra-class term's labels right at its start (DMP's own, and with q read: q + (1 - q) x own); and
+    DMP's accuracy on the read images without and with their labels read (what the term does with a right label).
+    Read per q: the share of the gap (paper's minus own) that reading the labels closes. Then the same with
+    :data:`SCALE_VARIANT`'s DMP runs, read against the printed scale's."""
+    from diagnose_pseudo_labels import variant_root
+    root = STUDY / PSEUDO if root is None else root
+    runs = _diagnosis_runs(root)
+    lines, shares = _pseudo_label_rows(paper, runs)
+    if not shares:
+        return []
+    head = ["| task | seed | q | labels right at the term's start, own / with q | DMP (No DS) | DMP | DMP, q read "
+            "| L_DS share, own | L_DS share, q read | paper's L_DS share | read images: DMP / DMP, q read |",
+            "|---|" + "---|" * 10]
+    out = ["**The pseudo-labels' quality** (`scripts/diagnose_pseudo_labels.py`, a diagnosis that reads target "
+           "labels; no table reads its runs). L_DS's target term pulls each target image towards the source anchor "
+           "of its predicted class; when it starts (epoch 15) DMP's predictions here are right far less often than "
+           "the paper's model's. DMP whose intra-class term reads the true label of a fixed random fraction q of "
+           "the target images (everything else DMP's own), beside DMP and DMP (No DS) trained again by the same "
+           "code, all scored on the images whose labels were not read (the deeper form's data and preset); the "
+           "last column is DMP's accuracy on the read images, without and with their labels read:", "",
+           *head, *lines, "", " ".join(_pseudo_label_readings(shares)) + " The read labels act through the read "
+           "images, which share the network with the scored ones: the way better pseudo-labels would act."
+           + ("" if (prov := _runs("q*/*/*/seed*/metrics.json", root)).empty else " " + _provenance(prov)), ""]
+    scaled_root = variant_root(SCALE_VARIANT, root)
+    scaled_runs = {k: v for k, v in _diagnosis_runs(scaled_root).items() if k[2] == "dmp"}
+    scaled_runs.update({k: v for k, v in runs.items() if k[2] == "dmp_no_ds"})
+    s_lines, s_shares = _pseudo_label_rows(paper, scaled_runs)
+    if not s_shares:
+        return out
+    prov = _runs("q*/*/*/seed*/metrics.json", scaled_root)
+    return out + [
+        "**The pseudo-labels' quality with the unweighted intra-class term** (c w = 1: "
+        "`scripts/diagnose_pseudo_labels.py --set weight_norm=mean_one`). With its own pseudo-labels the stronger term "
+        "lowers DMP (above); does it, given right labels, give the paper's share? The same diagnosis with DMP's runs "
+        "at c w = 1 (DMP (No DS) has no intra-class term: its runs are those above):", "", *head, *s_lines, "",
+        " ".join(_pseudo_label_readings(s_shares)) + " " + _scale_reading(shares, s_shares)
+        + ("" if prov.empty else " " + _provenance(prov)), ""]
 
 
 TERMS = {"L_DS (its discriminative structure loss)": "dmp_no_ds", "L_AL (its alignment loss)": "dmp_no_al"}

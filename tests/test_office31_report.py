@@ -505,3 +505,37 @@ def test_the_pseudo_label_diagnosis_scores_every_run_on_the_images_none_read(tmp
                "gap; on the read images themselves DMP is right on 0.0 % without and 100.0 % with their labels read."
                in line for line in part)
     assert report.pseudo_label_check(report._reported(), root=tmp_path / "none") == []
+
+
+def test_the_pseudo_label_diagnosis_at_the_unweighted_scale_reads_its_dmp_against_the_plain_no_ds(tmp_path):
+    report = load_script("office31_report")
+    read = load_script("diagnose_pseudo_labels").read_mask(100, 0, 0.3).tolist()
+    plain = tmp_path / "pseudo_labels"
+    scaled = tmp_path / "pseudo_labels_weight_norm-mean_one"
+    _diagnosis(plain, 0.0, "W-A", "dmp_no_ds", 0, 35, read)          # 50.0 on the 70 held-out images
+    _diagnosis(plain, 0.0, "W-A", "dmp", 0, 36, read, start=50.0)    # 51.4
+    _diagnosis(plain, 0.3, "W-A", "dmp", 0, 38, read, start=50.0, read_right=True)  # 54.3: +4.3
+    _diagnosis(scaled, 0.0, "W-A", "dmp", 0, 34, read, start=40.0)   # 48.6: -1.4 (the stronger term's own share)
+    _diagnosis(scaled, 0.3, "W-A", "dmp", 0, 37, read, start=40.0, read_right=True)  # 52.9: +2.9
+    _diagnosis(scaled, 0.0, "W-A", "dmp_no_ds", 0, 70, read)         # not read: DMP (No DS) is the plain one
+    part = report.pseudo_label_check(report._reported(), root=plain)
+    scaled_at = next(i for i, line in enumerate(part) if "unweighted intra-class term" in line)
+    # labels right at the start with q: 30 + 0.7 x 40 = 58.0
+    assert "| W->A | 0 | 0.3 | 40.0 / 58.0 | 50.0 | 48.6 | 52.9 | -1.4 | +2.9 | +4.7 | 0.0 / 100.0 |" in part[scaled_at:]
+    assert any("With q = 0.3 (W->A seed 0) L_DS adds +2.9 with c w = 1 (-1.4 with DMP's own pseudo-labels) against "
+               "+4.3 with the printed w = 1/c and the paper's +4.7: the stronger term adds no more even with right "
+               "labels: its scale is not what limits L_DS here." in line for line in part[scaled_at:])
+    _diagnosis(scaled, 0.3, "W-A", "dmp", 0, 39, read, start=40.0, read_right=True)  # 55.7: +5.7, the paper's +4.7
+    part = report.pseudo_label_check(report._reported(), root=plain)
+    assert any("against +4.3 with the printed w = 1/c and the paper's +4.7: with right labels the stronger term gives "
+               "the paper's share: the printed scale limits L_DS." in line for line in part)
+
+
+def test_a_variant_of_the_pseudo_label_diagnosis_lives_in_a_root_of_its_own(tmp_path):
+    s = load_script("diagnose_pseudo_labels")
+    assert s.variant_root({}, tmp_path / "pl") == tmp_path / "pl"
+    assert s.variant_root({"weight_norm": "mean_one"}, tmp_path / "pl") == tmp_path / "pl_weight_norm-mean_one"
+    assert s.parse_sets(["weight_norm=mean_one"]) == {"weight_norm": "mean_one"}
+    for bad in (["weight_norm"], ["seed=3"], ["=1"]):
+        with pytest.raises(SystemExit):
+            s.parse_sets(bad)
