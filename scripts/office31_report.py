@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -405,9 +406,27 @@ GAP_CLOSED = (0.25, 0.75)
 """The shares of the gap between L_DS's own share and the paper's that read as "part of" and as "accounts for"."""
 
 
-SCALE_VARIANT = {"weight_norm": "mean_one"}
-"""The pseudo-label diagnosis again with the unweighted intra-class term (c w = 1; ``--set weight_norm=mean_one``).
-The key scales the intra-class term only, which DMP (No DS) does not have: its runs are the plain diagnosis's."""
+class Variant(NamedTuple):
+    """The pseudo-label diagnosis again with one key of DMP's intra-class term changed (``--set``): a key that acts
+    on that term only, which DMP (No DS) does not have, so DMP (No DS)'s runs are the plain diagnosis's."""
+    overrides: dict
+    name: str  # the heading: "the pseudo-labels' quality with <name>"
+    short: str  # the variant, in a reading
+    plain: str  # the default, in a reading
+    what: str  # what the variant changes, in a verdict
+    question: str  # why it is run
+
+
+VARIANTS = (
+    Variant({"weight_norm": "mean_one"}, "the unweighted intra-class term", "c w = 1", "the printed w = 1/c",
+            "its scale", "With its own pseudo-labels the stronger term lowers DMP (above); does it, given right "
+            "labels, give the paper's share?"),
+    Variant({"intra_grad_p": "false"}, "p as a constant weight in the intra-class term", "p constant",
+            "the paper's gradient into p", "the term's gradient into p",
+            "The paper's gradient of the intra-class term has a part through p, which raises the confidence of each "
+            "image's current Top-1 label, right or wrong; without it (p a constant weight), does L_DS add the "
+            "paper's share?"),
+)
 
 
 def _pseudo_label_rows(paper: pd.DataFrame, runs: dict) -> tuple[list[str], dict]:
@@ -462,28 +481,30 @@ def _pseudo_label_readings(shares: dict) -> list[str]:
     return readings
 
 
-def _scale_reading(plain: dict, scaled: dict) -> str:
-    """Per q, on the tasks and seeds both ran: L_DS's share with c w = 1 against the printed w = 1/c, both with the
-    q labels read, and the paper's share; whether the stronger term with right labels reaches the paper's."""
+def _variant_reading(plain: dict, changed: dict, variant: Variant) -> str:
+    """Per q, on the tasks and seeds both ran: L_DS's share with the variant against the default, each with DMP's
+    own pseudo-labels and with the q labels read, beside the paper's share; whether the variant reaches it."""
     out = []
-    for q, by_run in scaled.items():
+    for q, by_run in changed.items():
         both = sorted(set(by_run) & set(plain.get(q, {})))
         if not both:
             continue
         mean = lambda rows, k: sum(r[k] for r in rows) / len(rows)  # noqa: E731
-        s_rows, p_rows = [by_run[b] for b in both], [plain[q][b] for b in both]
-        s_own, s_lift, p_lift, ref = (mean(s_rows, "own"), mean(s_rows, "lifted"), mean(p_rows, "lifted"),
-                                      mean(s_rows, "ref"))
-        where = ", ".join(f"{t} seed {k}" for t, k in both)
-        if s_lift >= ref - 1.0:
-            verdict = "with right labels the stronger term gives the paper's share: the printed scale limits L_DS"
-        elif s_lift > p_lift + 1.0:
-            verdict = "the stronger term adds more with right labels, short of the paper's share"
+        v_rows, p_rows = [by_run[b] for b in both], [plain[q][b] for b in both]
+        v_own, v_lift, p_own, p_lift, ref = (mean(v_rows, "own"), mean(v_rows, "lifted"), mean(p_rows, "own"),
+                                             mean(p_rows, "lifted"), mean(v_rows, "ref"))
+        if v_own >= ref - 1.0:
+            verdict = f"with {variant.short} L_DS adds the paper's share with DMP's own pseudo-labels: {variant.what} limits L_DS"
+        elif v_lift >= ref - 1.0:
+            verdict = f"with right labels and {variant.short} L_DS adds the paper's share: {variant.what} limits L_DS"
+        elif v_lift > p_lift + 1.0 or v_own > p_own + 1.0:
+            verdict = f"{variant.short} adds more, short of the paper's share"
         else:
-            verdict = "the stronger term adds no more even with right labels: its scale is not what limits L_DS here"
-        out.append(f"With q = {q:g} ({where}) L_DS adds {s_lift:+.1f} with c w = 1 ({s_own:+.1f} with DMP's own "
-                   f"pseudo-labels) against {p_lift:+.1f} with the printed w = 1/c and the paper's {ref:+.1f}: "
-                   f"{verdict}.")
+            verdict = f"{variant.short} adds no more, even with right labels: {variant.what} is not what limits L_DS here"
+        where = ", ".join(f"{t} seed {k}" for t, k in both)
+        out.append(f"With q = {q:g} ({where}) L_DS adds {v_own:+.1f} with {variant.short} and DMP's own pseudo-labels, "
+                   f"{v_lift:+.1f} with the q labels read, against {p_own:+.1f} and {p_lift:+.1f} with "
+                   f"{variant.plain} and the paper's {ref:+.1f}: {verdict}.")
     return " ".join(out)
 
 
@@ -493,8 +514,8 @@ def pseudo_label_check(paper: pd.DataFrame, root: Path | None = None) -> list[st
     adds (DMP minus DMP (No DS)) with DMP's own pseudo-labels and with the q labels read, beside the paper's share on
     that task; the intra-class term's labels right at its start (DMP's own, and with q read: q + (1 - q) x own); and
     DMP's accuracy on the read images without and with their labels read (what the term does with a right label).
-    Read per q: the share of the gap (paper's minus own) that reading the labels closes. Then the same with
-    :data:`SCALE_VARIANT`'s DMP runs, read against the printed scale's."""
+    Read per q: the share of the gap (paper's minus own) that reading the labels closes. Then the same for each of
+    :data:`VARIANTS` that ran, read against the default's."""
     from diagnose_pseudo_labels import variant_root
     root = STUDY / PSEUDO if root is None else root
     runs = _diagnosis_runs(root)
@@ -514,20 +535,25 @@ def pseudo_label_check(paper: pd.DataFrame, root: Path | None = None) -> list[st
            *head, *lines, "", " ".join(_pseudo_label_readings(shares)) + " The read labels act through the read "
            "images, which share the network with the scored ones: the way better pseudo-labels would act."
            + ("" if (prov := _runs("q*/*/*/seed*/metrics.json", root)).empty else " " + _provenance(prov)), ""]
-    scaled_root = variant_root(SCALE_VARIANT, root)
-    scaled_runs = {k: v for k, v in _diagnosis_runs(scaled_root).items() if k[2] == "dmp"}
-    scaled_runs.update({k: v for k, v in runs.items() if k[2] == "dmp_no_ds"})
-    s_lines, s_shares = _pseudo_label_rows(paper, scaled_runs)
-    if not s_shares:
-        return out
-    prov = _runs("q*/*/*/seed*/metrics.json", scaled_root)
-    return out + [
-        "**The pseudo-labels' quality with the unweighted intra-class term** (c w = 1: "
-        "`scripts/diagnose_pseudo_labels.py --set weight_norm=mean_one`). With its own pseudo-labels the stronger term "
-        "lowers DMP (above); does it, given right labels, give the paper's share? The same diagnosis with DMP's runs "
-        "at c w = 1 (DMP (No DS) has no intra-class term: its runs are those above):", "", *head, *s_lines, "",
-        " ".join(_pseudo_label_readings(s_shares)) + " " + _scale_reading(shares, s_shares)
-        + ("" if prov.empty else " " + _provenance(prov)), ""]
+    for variant in VARIANTS:
+        out += _variant_check(paper, runs, shares, variant_root(variant.overrides, root), variant, head)
+    return out
+
+
+def _variant_check(paper, runs: dict, shares: dict, root: Path, variant: Variant, head: list[str]) -> list[str]:
+    """The diagnosis table and its readings for ``variant``'s DMP runs under ``root`` (DMP (No DS): ``runs``)."""
+    changed = {k: v for k, v in _diagnosis_runs(root).items() if k[2] == "dmp"}
+    changed.update({k: v for k, v in runs.items() if k[2] == "dmp_no_ds"})
+    lines, v_shares = _pseudo_label_rows(paper, changed)
+    if not v_shares:
+        return []
+    prov = _runs("q*/*/*/seed*/metrics.json", root)
+    sets = " ".join(f"{k}={v}" for k, v in variant.overrides.items())
+    return [f"**The pseudo-labels' quality with {variant.name}** ({variant.short}: "
+            f"`scripts/diagnose_pseudo_labels.py --set {sets}`). {variant.question} The same diagnosis with DMP's "
+            f"runs at {variant.short} (DMP (No DS) has no intra-class term: its runs are those above):", "",
+            *head, *lines, "", " ".join(_pseudo_label_readings(v_shares)) + " "
+            + _variant_reading(shares, v_shares, variant) + ("" if prov.empty else " " + _provenance(prov)), ""]
 
 
 TERMS = {"L_DS (its discriminative structure loss)": "dmp_no_ds", "L_AL (its alignment loss)": "dmp_no_al"}

@@ -522,13 +522,21 @@ def test_the_pseudo_label_diagnosis_at_the_unweighted_scale_reads_its_dmp_agains
     scaled_at = next(i for i, line in enumerate(part) if "unweighted intra-class term" in line)
     # labels right at the start with q: 30 + 0.7 x 40 = 58.0
     assert "| W->A | 0 | 0.3 | 40.0 / 58.0 | 50.0 | 48.6 | 52.9 | -1.4 | +2.9 | +4.7 | 0.0 / 100.0 |" in part[scaled_at:]
-    assert any("With q = 0.3 (W->A seed 0) L_DS adds +2.9 with c w = 1 (-1.4 with DMP's own pseudo-labels) against "
-               "+4.3 with the printed w = 1/c and the paper's +4.7: the stronger term adds no more even with right "
-               "labels: its scale is not what limits L_DS here." in line for line in part[scaled_at:])
+    assert any("With q = 0.3 (W->A seed 0) L_DS adds -1.4 with c w = 1 and DMP's own pseudo-labels, +2.9 with the q "
+               "labels read, against +1.4 and +4.3 with the printed w = 1/c and the paper's +4.7: c w = 1 adds no "
+               "more, even with right labels: its scale is not what limits L_DS here." in line
+               for line in part[scaled_at:])
+    assert not any("p as a constant weight" in line for line in part)  # that variant did not run
     _diagnosis(scaled, 0.3, "W-A", "dmp", 0, 39, read, start=40.0, read_right=True)  # 55.7: +5.7, the paper's +4.7
+    constant = tmp_path / "pseudo_labels_intra_grad_p-false"
+    _diagnosis(constant, 0.0, "W-A", "dmp", 0, 40, read, start=50.0)  # 57.1: +7.1 with its own pseudo-labels
+    _diagnosis(constant, 0.3, "W-A", "dmp", 0, 40, read, start=50.0, read_right=True)
     part = report.pseudo_label_check(report._reported(), root=plain)
-    assert any("against +4.3 with the printed w = 1/c and the paper's +4.7: with right labels the stronger term gives "
-               "the paper's share: the printed scale limits L_DS." in line for line in part)
+    assert any("against +1.4 and +4.3 with the printed w = 1/c and the paper's +4.7: with right labels and c w = 1 "
+               "L_DS adds the paper's share: its scale limits L_DS." in line for line in part)
+    assert any("L_DS adds +7.1 with p constant and DMP's own pseudo-labels, +7.1 with the q labels read, against +1.4 "
+               "and +4.3 with the paper's gradient into p and the paper's +4.7: with p constant L_DS adds the paper's "
+               "share with DMP's own pseudo-labels: the term's gradient into p limits L_DS." in line for line in part)
 
 
 def test_a_variant_of_the_pseudo_label_diagnosis_lives_in_a_root_of_its_own(tmp_path):
