@@ -818,7 +818,7 @@ def trajectory(runs: pd.DataFrame) -> list[str]:
     return ["Target accuracy during training (measured every `log_accuracy_every` iterations for this diagnosis "
             "only; every table keeps the last iterate, no target label chooses anything):", "", *lines, "",
             "Last iterate against the run's own peak, mean over its tasks: " + "; ".join(
-                f"{DEEPER_METHODS[k]} {v['mean']:+.1f} ({int(v['size'])} runs)" for k, v in mean.iterrows()) + ".", ""]
+                f"{DEEPER_METHODS[k]} {v['mean']:+.1f} ({_count(int(v['size']), 'run')})" for k, v in mean.iterrows()) + ".", ""]
 
 
 SGD_METHODS = {"source_only": "Source only", "dann": "DANN", "cdan_e": "CDAN+E", "dmp": "DMP"}
@@ -876,16 +876,22 @@ def _sgd_reading(avg: dict, paper: pd.DataFrame) -> list[str]:
     return [f"**Gains over source-only by optimiser** (Avg of the 6 tasks, per seed): {'; '.join(parts)}.", ""]
 
 
+def _count(n: int, noun: str) -> str:
+    """``"1 run"``, ``"2 runs"``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _provenance(runs: pd.DataFrame) -> str:
     """Where a table's runs come from: dataset and its version, weights file, commits and code versions; a run made
     in a checkout with changes (a ``-dirty`` commit) is traced by its code version to the commit whose dmp/ it is."""
     dirty = sorted({c for c, g in zip(runs["code"], runs["commit"]) if g.endswith("-dirty")})
     traced = _commits_of(dirty)
+    codes = ", ".join(f"{c} ({_count(n, 'run')})" for c, n in runs["code"].value_counts().items())
     text = (f"Dataset `{', '.join(runs['dataset'].unique())}` version {', '.join(runs['version'].unique())}; "
             f"weights sha256 {', '.join(w[:12] for w in runs['weights'].unique())}; commits "
             f"{', '.join(sorted(runs['commit'].unique()))}; code versions (the hash of dmp/ a run executed) "
-            f"{', '.join(f'{c} ({n} runs)' for c, n in runs['code'].value_counts().items())}; "
-            f"{len(runs)} runs, {runs['seed'].nunique()} seeds.")
+            f"{codes}; "
+            f"{_count(len(runs), 'run')}, {_count(runs['seed'].nunique(), 'seed')}.")
     if dirty:
         text += (" The runs of a `-dirty` commit ran with another commit's dmp/: " + "; ".join(
             f"code version {c} is dmp/ of commit {traced[c]}" if c in traced else f"code version {c} is dmp/ of none "

@@ -177,5 +177,5 @@ def test_the_weights_line_counts_what_the_runs_recorded():
         + [dict(weights="bbbb", weights_file="gn.pt")] + [dict(weights="none", weights_file="")] * 4
     line = report.weights_line(pd.DataFrame(rows))[0]
     assert line.endswith("as the runs recorded them: `cnn.pt` sha256 aaaa (2 runs), not recorded (3 runs); `gn.pt` "
-                         "sha256 bbbb (1 runs). Each table's version line names the file its rows loaded.")
+                         "sha256 bbbb (1 run). Each table's version line names the file its rows loaded.")
     assert report.weights_line(pd.DataFrame([dict(weights="none", weights_file="")])) == []

@@ -209,7 +209,7 @@ def test_the_deeper_fine_tune_on_six_tasks_its_gains_and_its_curves(tmp_path, mo
     assert any("Source only 52.5 -> 42.5; DMP 65.0 -> 55.0 (gain +12.5 -> +12.5, paper +11.3)" in line for line in part)
     # DMP D->W (52): first 5.0 at epoch 2.5 (iteration 0, the untrained head, is not read), peak 70.0 at epoch 5
     assert "| DMP | D->W | 0 | 5.0 (2.5) | 70.0 (5.0) | 52.0 | -18.0 |" in part
-    assert any("DMP -18.0 (1 runs)" in line for line in part)
+    assert any("DMP -18.0 (1 run)" in line for line in part)
 
 
 def test_a_method_with_fewer_seeds_is_compared_with_source_only_on_its_own_seeds(tmp_path, monkeypatch):
