@@ -101,11 +101,10 @@ def prototypes_section(protos: pd.DataFrame, df: pd.DataFrame) -> list[str]:
              "batches, batch statistics). *NCM*: the share of samples whose nearest source class mean (cosine, the "
              "similarity of Eq. IntraLoss) is the mean of their own class. The intra-class term pulls each target "
              "sample towards the mean of its Top-1 pseudo-label: it can only help where those means are "
-             "prototypes (a high source NCM) and the pseudo-labels mostly right. Mean over "
-             f"{protos['seed'].nunique()} seeds; commits {', '.join(sorted(protos['commit'].unique()))}.", "",
+             "prototypes (a high source NCM) and the pseudo-labels mostly right. Mean over each row's seeds; commits {', '.join(sorted(protos['commit'].unique()))}.", "",
              "| data | task | iteration | Top-1 pseudo-labels right (%) | NCM layer 1 (1024-d): source / target "
-             "| NCM layer 2 (512-d): source / target | DMP - source-only | DMP (No AL) - source-only |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| NCM layer 2 (512-d): source / target | DMP - source-only | DMP (No AL) - source-only | seeds |",
+             "|---|---|---|---|---|---|---|---|---|"]
     above, below = versions(protos.assign(row=protos["dataset"] + " " + protos["task"]), "row", names={})
     lines[-2:-2] = above
     for (dataset, task), g in protos.groupby(["dataset", "task"], sort=False):
@@ -115,7 +114,8 @@ def prototypes_section(protos: pd.DataFrame, df: pd.DataFrame) -> list[str]:
             key = (dataset, task, method), (dataset, task, "source_only")
             return f"{means[key[0]] - means[key[1]]:+.1f}" if all(k in means.index for k in key) else "–"
         lines.append(f"| {dataset} | {task} | {int(m['iteration'])} | {m['pseudo']:.1f} | {m['src0']:.1f} / "
-                     f"{m['tgt0']:.1f} | {m['src1']:.1f} / {m['tgt1']:.1f} | {gap('dmp')} | {gap('dmp_no_al')} |")
+                     f"{m['tgt0']:.1f} | {m['src1']:.1f} / {m['tgt1']:.1f} | {gap('dmp')} | {gap('dmp_no_al')} | "
+                     f"{g['seed'].nunique()} |")
     return lines + ["", *below]
 
 

@@ -33,13 +33,17 @@ ANCHORS = {"batch": dict(anchor_mode="full_pass", anchor_bn="batch"),
            "accumulate": dict(anchor_mode="accumulate")}
 GRID = {"lambda1": [0.1, 0.5, 1.0, 5.0, 10.0, 50.0], "lambda2": [1e2, 5e2, 1e3, 5e3, 1e4, 5e4]}
 GRID_TASKS = [("demo", ("solid", "outline")), ("office_caltech10", ("amazon", "webcam"))]
-# --study prototypes (scripts/diagnose_prototypes.py): two tasks of every dataset above, one of Office-Caltech10
+# --study prototypes (scripts/diagnose_prototypes.py): two tasks of every dataset above, one of Office-Caltech10,
+# two of Office-31
 PROTOTYPE_TASKS = [("demo_pixels", ("outline", "blurry")), ("demo_pixels", ("solid", "noisy")),
                    ("digits_pixels", ("mnist", "usps")), ("digits_pixels", ("usps", "mnist")),
                    ("demo_gradients", ("outline", "blurry")), ("demo_gradients", ("solid", "noisy")),
                    ("demo", ("solid", "outline")), ("demo", ("solid", "noisy")),
                    ("office_caltech10", ("amazon", "webcam")), ("mnist_usps", ("mnist", "usps")),
-                   ("mnist_usps", ("usps", "mnist"))]
+                   ("mnist_usps", ("usps", "mnist")),
+                   # Office-31's deeper CPU form (config/office31_lite.yaml), where L_DS adds less than in the paper
+                   ("office31_lite0_s5v20_t128", ("webcam", "amazon")),
+                   ("office31_lite0_s5v20_t128", ("dslr", "amazon"))]
 SHORT = {"amazon": "A", "dslr": "D", "webcam": "W", "mnist": "M", "usps": "U", "solid": "S", "outline": "O",
          "noisy": "N", "blurry": "B"}
 
