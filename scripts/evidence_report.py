@@ -326,7 +326,7 @@ def weights_line(df: pd.DataFrame) -> list[str]:
     for name, part in files.groupby("weights_file"):
         counts = part["weights"].value_counts()
         shas = sorted(counts.index, key=lambda w: (w == "not recorded", w))
-        parts.append(f"`{name}` " + ", ".join(f"{'sha256 ' + w if w != 'not recorded' else w} ({counts[w]} run{'s' * (counts[w] != 1)})"
+        parts.append(f"`{name}` " + ", ".join(f"{'sha256 ' + w if w != 'not recorded' else w} ({counts[w]} run{'s' * int(counts[w] != 1)})"
                                               for w in shas))
     return ["Pre-trained small CNNs, loaded through `weights_path` (`python -m dmp pretrain-demo`, `--recipe digits` "
             "for the digits' file; made on demand, not committed), as the runs recorded them: " + "; ".join(parts)
