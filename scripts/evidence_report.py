@@ -101,7 +101,8 @@ def prototypes_section(protos: pd.DataFrame, df: pd.DataFrame) -> list[str]:
              "batches, batch statistics). *NCM*: the share of samples whose nearest source class mean (cosine, the "
              "similarity of Eq. IntraLoss) is the mean of their own class. The intra-class term pulls each target "
              "sample towards the mean of its Top-1 pseudo-label: it can only help where those means are "
-             "prototypes (a high source NCM) and the pseudo-labels mostly right. Mean over each row's seeds; commits {', '.join(sorted(protos['commit'].unique()))}.", "",
+             "prototypes (a high source NCM) and the pseudo-labels mostly right. Mean over each row's seeds; commits "
+             f"{', '.join(sorted(protos['commit'].unique()))}.", "",
              "| data | task | iteration | Top-1 pseudo-labels right (%) | NCM layer 1 (1024-d): source / target "
              "| NCM layer 2 (512-d): source / target | DMP - source-only | DMP (No AL) - source-only | seeds |",
              "|---|---|---|---|---|---|---|---|---|"]

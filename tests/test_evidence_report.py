@@ -2,6 +2,7 @@
 behind by an older run."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,23 @@ def test_the_weights_line_counts_what_the_runs_recorded():
     assert line.endswith("as the runs recorded them: `cnn.pt` sha256 aaaa (2 runs), not recorded (3 runs); `gn.pt` "
                          "sha256 bbbb (1 run). Each table's version line names the file its rows loaded.")
     assert report.weights_line(pd.DataFrame([dict(weights="none", weights_file="")])) == []
+
+
+def test_the_prototypes_table_gives_each_row_its_seeds_and_names_the_commits(tmp_path):
+    report = load_script("evidence_report")
+    for (task, seed, commit, ncm) in [(("mnist", "usps"), 0, "a" * 40, 90.0), (("mnist", "usps"), 1, "b" * 40, 80.0),
+                                      (("usps", "mnist"), 0, "a" * 40, 70.0)]:
+        path = tmp_path / "prototypes" / "mnist_usps" / "vanilla" / "-".join(task) / "dmp_no_al" / "default" \
+            / f"seed{seed}" / "prototypes.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(dict(
+            config=dict(dataset="mnist_usps", source=task[0], target=task[1], seed=seed, backbone="identity"),
+            iteration=100, classifier_target=50.0, git_commit=commit, dataset_version="d1",
+            layers=[dict(ncm_source=99.0, ncm_target=ncm), dict(ncm_source=98.0, ncm_target=ncm - 10)])))
+    import pandas as pd
+    no_runs = pd.DataFrame(columns=["study", "setting", "variant", "dataset", "task", "method", "accuracy"])
+    lines = report.prototypes_section(report.collect_prototypes(tmp_path), no_runs)
+    # each row is the mean over its own seeds: M->U over seeds 0, 1 (target NCM 85.0), U->M over seed 0
+    assert "| mnist_usps | M->U | 100 | 50.0 | 99.0 / 85.0 | 98.0 / 75.0 | – | – | 2 |" in lines
+    assert "| mnist_usps | U->M | 100 | 50.0 | 99.0 / 70.0 | 98.0 / 60.0 | – | – | 1 |" in lines
+    assert any(line.endswith(f"Mean over each row's seeds; commits {'a' * 10}, {'b' * 10}.") for line in lines)
