@@ -409,7 +409,11 @@ def test_the_gpu_runs_are_tabled_per_batchnorm_mode_with_the_paper_s_task_gain(t
             data = json.loads(path.read_text())
             data["config"]["backbone_bn"] = bn
             path.write_text(json.dumps(data))
-    _write(roots["frozen"], "source_only", 1, "W->A", 60.0, gpu, **cfg)   # no DMP of seed 1: no row
+    _write(roots["frozen"], "source_only", 1, "W->A", 60.0, gpu, **cfg)   # no DMP of seed 1: a row without DMP
+    path = roots["frozen"] / gpu.format(t="W-A", m="source_only", s=1) / "metrics.json"
+    data = json.loads(path.read_text())
+    data["config"]["backbone_bn"] = "frozen"
+    path.write_text(json.dumps(data))
     failed = roots["train"] / "failed"
     failed.mkdir(parents=True)
     (failed / "A-W_dmp_0.log").write_text("killed")
@@ -419,13 +423,36 @@ def test_the_gpu_runs_are_tabled_per_batchnorm_mode_with_the_paper_s_task_gain(t
     # the paper's D->W: source-only (ResNet-50) 96.7, DMP 99.0 -> +2.3
     assert "| D->W | 0 | BatchNorm training | 90.0 | 97.0 | +7.0 | 96.7 | 99.0 | +2.3 |" in lines
     assert "| D->W | 0 | BatchNorm on ImageNet statistics | 95.5 | 96.0 | +0.5 | 96.7 | 99.0 | +2.3 |" in lines
-    assert not any(x.startswith("| W->A") for x in lines)
+    assert "| W->A | 1 | BatchNorm on ImageNet statistics | 60.0 | – | – | 60.7 | 70.2 | +9.5 |" in lines
+    assert "**BatchNorm training, seed 0**: DMP's gain over source-only, mean over D->W (1 of 6 tasks): +7.0, the " \
+           "paper's on the same tasks +2.3." in lines
+    assert not any(x.startswith("**BatchNorm on ImageNet statistics, seed 1") for x in lines)   # no DMP, not 6 tasks
     assert ("Started but not finished within the device command (logs under `failed/`, no result; the lease's "
             "timings: docs/benchmarks.md): A->W DMP seed 0 "
             "(BatchNorm training; logged to iteration 490).") in lines
     # training against frozen: source-only 90 - 95.5, DMP 97 - 96
     assert "**BatchNorm training against ImageNet statistics** (D->W seed 0): source-only -5.5 points, DMP +1.0." in lines
     assert any("GPU: GPU X." in x for x in lines)
+
+
+def test_the_gpu_averages_read_source_only_on_six_tasks_and_dmp_s_gain_on_the_tasks_it_finished(tmp_path,
+                                                                                                    monkeypatch):
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path / "office31_lite")
+    root = tmp_path / report.GPU_RESULTS["train"]
+    gpu = "runs/o31_256/vanilla/{t}/{m}/G/full-full/seed{s}"
+    so = {"A->W": 50.0, "D->W": 90.0, "W->D": 96.0, "A->D": 60.0, "D->A": 52.0, "W->A": 54.0}
+    for t, a in so.items():
+        _write(root, "source_only", 0, t, a, gpu)
+    _write(root, "dmp", 0, "D->A", 60.0, gpu)     # +8.0; paper 71.4 - 62.5 = +8.9
+    _write(root, "dmp", 0, "W->A", 63.0, gpu)     # +9.0; paper 70.2 - 60.7 = +9.5
+    lines = report.gpu_section(report._reported())
+    # source-only (50 + 90 + 96 + 60 + 52 + 54) / 6 = 67.0, paper 76.1; DMP (8 + 9) / 2 = +8.5, paper (8.9 + 9.5) / 2
+    assert ("**BatchNorm training, seed 0**: source-only Avg of the six tasks 67.0 (paper 76.1); DMP's gain over "
+            "source-only, mean over D->A, W->A (2 of 6 tasks): +8.5, the paper's on the same tasks +9.2.") in lines
+    assert "| A->W | 0 | BatchNorm training | 50.0 | – | – | 68.4 | 93.0 | +24.6 |" in lines
+    _write(root, "source_only", 1, "A->W", 55.0, gpu)   # seed 1 on one task, no DMP: no reading of seed 1
+    assert not any("seed 1**" in x for x in report.gpu_section(report._reported()))
 
 
 def test_the_frozen_every_layer_form_is_read_on_its_own_tasks_where_it_ran_more(tmp_path, monkeypatch):
