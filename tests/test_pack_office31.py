@@ -3,6 +3,9 @@ the pack holds the same files and labels, every image at 256 x 256, and a datase
 fetches, verifies and resolves to Office-31's preset. Everything is written under tmp_path."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +19,7 @@ from dmp.data.load import open_rgb
 from dmp.data.spec import spec_from_yaml
 
 DOMAINS = ("amazon", "dslr", "webcam")
+ROOT = Path(__file__).resolve().parents[1]
 PER_CLASS = 2
 
 
@@ -87,3 +91,38 @@ def test_pack_refuses_a_folder_it_did_not_write(isolated, tmp_path):  # noqa: F8
     with pytest.raises(SystemExit, match="not a pack"):
         load_script("pack_office31").main(["--src", str(src), "--out", str(out), "--no-fetch"])
     assert (out / "mine.txt").read_text() == "keep"
+
+
+def _gpu_script(out: Path, tmp_path: Path, cells: str) -> subprocess.CompletedProcess:
+    """benchmarks/gpu_office31.sh in its dry mode (the checks and the commands, no training) on the pack ``out``."""
+    env = dict(os.environ, DRY="1", PYTHON=sys.executable, PACK=str(out), CELL_LIST=cells, PARALLEL="2",
+               OUT=str(tmp_path / "out"), WORK=str(tmp_path / "work"), RESULTS=str(tmp_path / "results"))
+    return subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_office31.sh")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_gpu_script_runs_the_listed_cells_in_their_order_but_a_committed_one(packed, tmp_path):
+    _, out = packed
+    committed = tmp_path / "results" / "runs" / "office31_256" / "vanilla" / "A-W" / "dmp" / "G" / "full-full" / "seed1"
+    committed.mkdir(parents=True)
+    (committed / "metrics.json").write_text("{}")
+    run = _gpu_script(out, tmp_path, "W-A/dmp_no_ds/0 A-W/dmp/1 D-A/source_only/2")
+    assert run.returncode == 0, run.stdout + run.stderr
+    planned = [line.split()[1] for line in run.stdout.splitlines() if line.startswith("DRY ")]
+    assert planned == ["W-A/dmp_no_ds/0", "D-A/source_only/2"]   # the listed order; A-W/dmp/1 is committed
+    assert "skip A-W/dmp/1" in run.stdout
+    dry = next(line for line in run.stdout.splitlines() if line.startswith("DRY W-A"))
+    assert "source=webcam target=amazon method=dmp_no_ds seed=0" in dry
+
+
+@pytest.mark.parametrize("cells, says", [
+    ("A-A/dmp/0", "CELL_LIST: 'A-A/dmp/0' is not <S>-<T>/<method>/<seed>"),
+    ("W-A/dmp 0", "CELL_LIST: 'W-A/dmp' is not <S>-<T>/<method>/<seed>"),
+    ("D-A/dmp/0 W-A/dmp_no_dss/0", "CELL_LIST: method 'dmp_no_dss' is not a registered method (did you mean "
+                                   "'dmp_no_ds'"),
+])
+def test_gpu_script_refuses_a_bad_cell_list_in_one_line_before_any_cell(packed, tmp_path, cells, says):
+    _, out = packed
+    run = _gpu_script(out, tmp_path, cells)
+    text = run.stdout + run.stderr
+    assert run.returncode == 2 and says in text and "DRY " not in text and "Traceback" not in text
