@@ -172,17 +172,24 @@ def run(task: str, method: str, fraction: float, seed: int, out_root: Path = OUT
         raise SystemExit("--method dmp_no_ds reads no pseudo-label: --fraction 0")
     overrides = dict(overrides or {})
     src, tgt = task.split("-")
-    out = variant_root(overrides, out_root) / f"q{fraction:g}" / task / method / f"seed{seed}"
     cfg = {"dataset": DATASET, "source": DOMAINS[src], "target": DOMAINS[tgt], "setting": "vanilla",
            "metric": "G", "device": "cpu", "threads": 1, "method": method, "seed": seed,
            "log_accuracy_every": 50,  # the target accuracy when the intra-class term starts (training unchanged)
            **overrides}
     from dmp.config import ConfigError, resolve
     try:
-        resolve({**cfg, "compile": "off"})
+        resolved = resolve({**cfg, "compile": "off"})
     except ConfigError as e:
         raise SystemExit(f"--set: {e}") from None
-    return {"task": task, **diagnose(cfg, fraction, out)}
+    overrides = canonical(overrides, resolved)
+    out = variant_root(overrides, out_root) / f"q{fraction:g}" / task / method / f"seed{seed}"
+    return {"task": task, **diagnose({**cfg, **overrides}, fraction, out)}
+
+
+def canonical(overrides: dict, resolved: dict) -> dict:
+    """Each override as the value the config resolved it to, written one way (``False``, ``FALSE`` -> ``false``;
+    ``1e1`` -> ``10.0``), so one variant has one root whatever its spelling."""
+    return {k: v if isinstance(v := resolved[k], str) else json.dumps(v, separators=(",", ":")) for k in overrides}
 
 
 def main(argv=None):

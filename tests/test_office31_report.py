@@ -574,3 +574,18 @@ def test_a_variant_of_the_pseudo_label_diagnosis_lives_in_a_root_of_its_own(tmp_
     for bad in (["weight_norm"], ["seed=3"], ["=1"]):
         with pytest.raises(SystemExit):
             s.parse_sets(bad)
+
+
+def test_a_variant_spelt_two_ways_runs_in_one_root(tmp_path, monkeypatch):
+    s = load_script("diagnose_pseudo_labels")
+    seen = []
+    monkeypatch.setattr(s, "diagnose", lambda cfg, fraction, out: seen.append((cfg, out)) or {})
+    for spelling in ("False", "false", "FALSE"):
+        s.run("W-A", "dmp", 0.3, 0, out_root=tmp_path / "pl", overrides=s.parse_sets([f"intra_grad_p={spelling}"]))
+    assert {out for _, out in seen} == {tmp_path / "pl_intra_grad_p-false" / "q0.3" / "W-A" / "dmp" / "seed0"}
+    assert {cfg["intra_grad_p"] for cfg, _ in seen} == {"false"}
+    s.run("W-A", "dmp", 0.3, 0, out_root=tmp_path / "pl", overrides=s.parse_sets(["lambda1=1e1"]))
+    assert seen[-1][1].parts[-5] == "pl_lambda1-10.0"
+    with pytest.raises(SystemExit, match="--set"):   # a bad value: one line, before any run
+        s.run("W-A", "dmp", 0.3, 0, out_root=tmp_path / "pl", overrides=s.parse_sets(["intra_grad_p=maybe"]))
+    assert len(seen) == 4
