@@ -119,14 +119,16 @@ if [[ -n $PRESET ]]; then say "preset: passed explicitly (the pack resolves othe
 else say "preset: $DATASET resolves to the preset of office31 (no key differs)"; fi
 read -ra KEYS <<< "$PRESET $EXTRA"  # key=value words, never glob-expanded (betas=[0.9,0.999])
 
-if [[ -n ${CELL_LIST:-} ]]; then  # checked before any work: each cell's form, then its method in the registry
-  for cell in $CELL_LIST; do
+LISTED=()  # CELL_LIST's cells, checked before any work: each cell's form, then its method in the registry
+if [[ -n ${CELL_LIST:-} ]]; then
+  read -r -d '' -a LISTED <<< "$CELL_LIST"
+  for cell in "${LISTED[@]}"; do
     if [[ ! $cell =~ ^([ADW])-([ADW])/([a-z_0-9]+)/([0-9]+)$ || ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]]; then
       say "CELL_LIST: '$cell' is not <S>-<T>/<method>/<seed> with S and T two of A, D, W (e.g. A-W/dmp/0)"
       exit 2
     fi
   done
-  "$PYTHON" - $(for cell in $CELL_LIST; do c=${cell#*/}; echo "${c%/*}"; done | sort -u) <<'EOF' || exit 2
+  "$PYTHON" - $(for cell in "${LISTED[@]}"; do c=${cell#*/}; echo "${c%/*}"; done | sort -u) <<'EOF' || exit 2
 import sys
 from dmp import methods
 bad = [m for m in sys.argv[1:] if m not in methods.names()]
@@ -162,7 +164,7 @@ for s in $SEEDS; do
   [[ $s == 0 ]] && continue
   for m in $METHODS_FIRST $METHODS_THEN $ABLATIONS; do for t in $TASKS; do CELLS+=("$t/$m/$s"); done; done
 done
-[[ -n ${CELL_LIST:-} ]] && read -r -d '' -a CELLS <<< "$CELL_LIST"  # the cells themselves, in this order, no others
+(( ${#LISTED[@]} )) && CELLS=("${LISTED[@]}")  # CELL_LIST: the cells themselves, in this order, no others
 
 folder() { local t=${1%%/*} rest=${1#*/}; echo "$RUNS_REL/$t/${rest%%/*}/G/full-full/seed${rest##*/}"; }
 declare -A RATE=()   # seconds per iteration by method, from the cells done in this session

@@ -187,9 +187,10 @@ def run(task: str, method: str, fraction: float, seed: int, out_root: Path = OUT
 
 
 def canonical(overrides: dict, resolved: dict) -> dict:
-    """Each override as the value the config resolved it to, written one way (``False``, ``FALSE`` -> ``false``;
-    ``1e1`` -> ``10.0``), so one variant has one root whatever its spelling."""
-    return {k: v if isinstance(v := resolved[k], str) else json.dumps(v, separators=(",", ":")) for k in overrides}
+    """Each override as the value the config resolved it to, in the suite's YAML spelling (``False``, ``FALSE`` ->
+    ``false``; ``1e1`` -> ``10.0``), so one variant has one root whatever its spelling."""
+    from dmp.suite import yaml_value
+    return {k: yaml_value(resolved[k]) for k in overrides}
 
 
 def main(argv=None):
