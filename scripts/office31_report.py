@@ -333,8 +333,78 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict, study:
                   + _provenance(runs), "", *table, "",
                   *(["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""] if gains else []),
                   *_deeper_reading(avgs, vanilla, paper), *_statistics_share(avgs, paper)]
-    return (lines + adapts + class_weight_check(dep, paper) + pseudo_label_check(paper)
+    return (lines + adapts + ablations_by_bn(dep, paper) + class_weight_check(dep, paper) + pseudo_label_check(paper)
             + (trajectory(runs) if seeds else []))
+
+
+ABLATED = ("source_only", "dmp_no_al", "dmp_no_ds", "dmp")
+"""The methods of :func:`ablations_by_bn`: source-only, DMP and the two ablations, in the paper's table order."""
+
+
+def ablations_by_bn(dep: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
+    """DMP and its ablations with the backbone's BatchNorm layers training (the deeper form, :data:`DEEPER`) and on
+    their ImageNet statistics (:data:`FROZEN`), on each task and seed where both modes ran source-only, DMP (No DS)
+    and DMP: each one's gain over source-only beside the paper's on those tasks, and L_DS's share (DMP minus DMP (No
+    DS)). In the training mode the target batches re-estimate the statistics of the fine-tuned BatchNorm layers, a
+    gain every method with a target batch gets (:func:`_statistics_share`); frozen, no method gets it. Whether DMP
+    (No DS)'s excess over the paper's gain and L_DS's short share move with it tells the protocol from the method.
+    DMP (No AL) is averaged over the tasks and seeds where it ran in both modes (named where fewer)."""
+    if dep.empty:
+        return []
+    acc = dep.set_index(["form", "method", "task", "seed"])["accuracy"].to_dict()
+    modes = {DEEPER: "BatchNorm training (the deeper form)", FROZEN: "BatchNorm on ImageNet statistics"}
+    keys = sorted({(t, s) for f, m, t, s in acc if f == FROZEN and m == "dmp_no_ds"},
+                  key=lambda k: (TASKS.index(k[0]), k[1]))
+    keys = [k for k in keys if all((f, m, *k) in acc for f in modes for m in ("source_only", "dmp_no_ds", "dmp"))]
+    if not keys:
+        return []
+    lines = ["| task | seed | BatchNorm | " + " | ".join(METHODS[m] for m in ABLATED) + " | L_DS share |",
+             "|---|---|---|" + "---|" * (len(ABLATED) + 1)]
+    for t, s in keys:
+        for f, mode in modes.items():
+            cells = [f"{acc[(f, m, t, s)]:.1f}" if (f, m, t, s) in acc else "–" for m in ABLATED]
+            lines.append(f"| {t} | {s} | {mode} | " + " | ".join(cells)
+                         + f" | {acc[(f, 'dmp', t, s)] - acc[(f, 'dmp_no_ds', t, s)]:+.1f} |")
+    for t in dict.fromkeys(t for t, _ in keys):
+        lines.append(f"| {t} | | paper (ResNet-50, reported) | " + " | ".join(f"{paper.loc[m, t]:.1f}" for m in ABLATED)
+                     + f" | {paper.loc['dmp', t] - paper.loc['dmp_no_ds', t]:+.1f} |")
+
+    def gain(method: str, ks: list, form: str | None = None) -> float:
+        """The mean over ``ks`` of ``method`` minus source-only, in ``form`` (None: the paper's)."""
+        get = (lambda m, t, s: paper.loc[m, t]) if form is None else (lambda m, t, s: acc[(form, m, t, s)])
+        return sum(get(method, t, s) - get("source_only", t, s) for t, s in ks) / len(ks)
+
+    al = [k for k in keys if all((f, "dmp_no_al", *k) in acc for f in modes)]
+    parts = []
+    for f, mode in [*modes.items(), (None, "the paper")]:
+        text = (f"{mode}: DMP (No DS) {gain('dmp_no_ds', keys, f):+.1f}, DMP {gain('dmp', keys, f):+.1f}, L_DS "
+                f"{gain('dmp', keys, f) - gain('dmp_no_ds', keys, f):+.1f}")
+        if al:
+            text += f", DMP (No AL) {gain('dmp_no_al', al, f):+.1f}"
+        parts.append(text)
+    where = ", ".join(f"{t} seed {s}" for t, s in keys)
+    al_where = "" if not al or al == keys else (" (DMP (No AL) over " + ", ".join(f"{t} seed {s}" for t, s in al)
+                                                  + ")")
+    excess = {f: gain("dmp_no_ds", keys, f) - gain("dmp_no_ds", keys) for f in modes}
+    short = {f: (gain("dmp", keys, f) - gain("dmp_no_ds", keys, f)) - (gain("dmp", keys) - gain("dmp_no_ds", keys))
+             for f in modes}
+    closer = [abs(excess[FROZEN]) < abs(excess[DEEPER]), abs(short[FROZEN]) < abs(short[DEEPER])]
+    verdict = ("with the statistics frozen both DMP (No DS)'s gain and L_DS's share are nearer the paper's: the split "
+               "of DMP's gain between its terms moves with the target batches' BatchNorm statistics, a property of "
+               "this CPU form's protocol" if all(closer) else
+               "with the statistics frozen neither DMP (No DS)'s gain nor L_DS's share is nearer the paper's: the "
+               "target batches' BatchNorm statistics are not why the split differs" if not any(closer) else
+               "with the statistics frozen " + ("DMP (No DS)'s gain" if closer[0] else "L_DS's share")
+               + " is nearer the paper's and " + ("L_DS's share" if closer[0] else "DMP (No DS)'s gain")
+               + " is not: the statistics explain only part of the split")
+    return [f"**DMP's terms with the backbone's BatchNorm on its ImageNet statistics** (departure `{FROZEN}`, "
+            "`scripts/office31_departures.sh`). In the deeper form the target batches re-estimate the fine-tuned "
+            "BatchNorm layers' statistics, a share every method with a target batch gets; frozen, none gets it. "
+            "Target accuracy, the same task and seed in both modes, the paper's row under them:", "", *lines, "",
+            f"Gains over source-only (mean over {where}){al_where}: " + "; ".join(parts)
+            + f". DMP (No DS) is {excess[DEEPER]:+.1f} from the paper's gain with the statistics training and "
+            f"{excess[FROZEN]:+.1f} with them frozen; L_DS's share {short[DEEPER]:+.1f} and {short[FROZEN]:+.1f}: "
+            + verdict + ". " + _provenance(dep[dep["form"].eq(FROZEN) & dep["method"].isin(ABLATED)]), ""]
 
 
 MEAN_ONE = "stages_5_on_v20_mean_one"
