@@ -388,15 +388,19 @@ def ablations_by_bn(dep: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
     excess = {f: gain("dmp_no_ds", keys, f) - gain("dmp_no_ds", keys) for f in modes}
     short = {f: (gain("dmp", keys, f) - gain("dmp_no_ds", keys, f)) - (gain("dmp", keys) - gain("dmp_no_ds", keys))
              for f in modes}
-    closer = [abs(excess[FROZEN]) < abs(excess[DEEPER]), abs(short[FROZEN]) < abs(short[DEEPER])]
-    verdict = ("with the statistics frozen both DMP (No DS)'s gain and L_DS's share are nearer the paper's: the split "
-               "of DMP's gain between its terms moves with the target batches' BatchNorm statistics, a property of "
-               "this CPU form's protocol" if all(closer) else
-               "with the statistics frozen neither DMP (No DS)'s gain nor L_DS's share is nearer the paper's: the "
-               "target batches' BatchNorm statistics are not why the split differs" if not any(closer) else
-               "with the statistics frozen " + ("DMP (No DS)'s gain" if closer[0] else "L_DS's share")
-               + " is nearer the paper's and " + ("L_DS's share" if closer[0] else "DMP (No DS)'s gain")
-               + " is not: the statistics explain only part of the split")
+    closer = (abs(excess[FROZEN]) < abs(excess[DEEPER]), abs(short[FROZEN]) < abs(short[DEEPER]))
+    verdict = {
+        (True, True): "with the statistics frozen both DMP (No DS)'s gain and L_DS's share are nearer the paper's: "
+                      "the split of DMP's gain between its terms moves with the target batches' BatchNorm statistics, "
+                      "a property of this CPU form's protocol",
+        (True, False): "with the statistics frozen DMP (No DS)'s gain is nearer the paper's and L_DS's share is not: "
+                       "DMP (No DS)'s excess goes with the target batches' BatchNorm statistics, a property of this "
+                       "CPU form's protocol, while L_DS adds less than in the paper with the statistics training or "
+                       "frozen",
+        (False, True): "with the statistics frozen L_DS's share is nearer the paper's and DMP (No DS)'s gain is not: "
+                       "the statistics explain only part of the split",
+        (False, False): "with the statistics frozen neither DMP (No DS)'s gain nor L_DS's share is nearer the "
+                        "paper's: the target batches' BatchNorm statistics are not why the split differs"}[closer]
     return [f"**DMP's terms with the backbone's BatchNorm on its ImageNet statistics** (departure `{FROZEN}`, "
             "`scripts/office31_departures.sh`). In the deeper form the target batches re-estimate the fine-tuned "
             "BatchNorm layers' statistics, a share every method with a target batch gets; frozen, none gets it. "
