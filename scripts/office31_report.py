@@ -353,11 +353,12 @@ def ablations_by_bn(dep: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
         return []
     acc = dep.set_index(["form", "method", "task", "seed"])["accuracy"].to_dict()
     modes = {DEEPER: "BatchNorm training (the deeper form)", FROZEN: "BatchNorm on ImageNet statistics"}
-    keys = sorted({(t, s) for f, m, t, s in acc if f == FROZEN and m == "dmp_no_ds"},
-                  key=lambda k: (TASKS.index(k[0]), k[1]))
-    keys = [k for k in keys if all((f, m, *k) in acc for f in modes for m in ("source_only", "dmp_no_ds", "dmp"))]
+    ran = sorted({(t, s) for f, m, t, s in acc if f == FROZEN and m == "dmp_no_ds"},
+                 key=lambda k: (TASKS.index(k[0]), k[1]))
+    keys, mean = _form_means(acc, ran, tuple(modes), ("source_only", "dmp_no_ds", "dmp"))
     if not keys:
         return []
+    al, mean_al = _form_means(acc, keys, tuple(modes), ("source_only", "dmp_no_al"))
     lines = ["| task | seed | BatchNorm | " + " | ".join(METHODS[m] for m in ABLATED) + " | L_DS share |",
              "|---|---|---|" + "---|" * (len(ABLATED) + 1)]
     for t, s in keys:
@@ -369,24 +370,25 @@ def ablations_by_bn(dep: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
         lines.append(f"| {t} | | paper (ResNet-50, reported) | " + " | ".join(f"{paper.loc[m, t]:.1f}" for m in ABLATED)
                      + f" | {paper.loc['dmp', t] - paper.loc['dmp_no_ds', t]:+.1f} |")
 
-    def gain(method: str, ks: list, form: str | None = None) -> float:
-        """The mean over ``ks`` of ``method`` minus source-only, in ``form`` (None: the paper's)."""
-        get = (lambda m, t, s: paper.loc[m, t]) if form is None else (lambda m, t, s: acc[(form, m, t, s)])
-        return sum(get(method, t, s) - get("source_only", t, s) for t, s in ks) / len(ks)
+    def with_paper(means: dict, ks: list, methods: tuple) -> dict:
+        """``means`` and, as form None, the paper's mean of each method over the same tasks and seeds ``ks``."""
+        return {**means, **{(None, m): sum(paper.loc[m, t] for t, _ in ks) / len(ks) for m in methods}} if ks else means
 
-    al = [k for k in keys if all((f, "dmp_no_al", *k) in acc for f in modes)]
+    mean = with_paper(mean, keys, ("source_only", "dmp_no_ds", "dmp"))
+    mean_al = with_paper(mean_al, al, ("source_only", "dmp_no_al"))
+    gain = {(f, m): mean[(f, m)] - mean[(f, "source_only")] for f in (*modes, None) for m in ("dmp_no_ds", "dmp")}
     parts = []
     for f, mode in [*modes.items(), (None, "the paper")]:
-        text = (f"{mode}: DMP (No DS) {gain('dmp_no_ds', keys, f):+.1f}, DMP {gain('dmp', keys, f):+.1f}, L_DS "
-                f"{gain('dmp', keys, f) - gain('dmp_no_ds', keys, f):+.1f}")
+        text = (f"{mode}: DMP (No DS) {gain[(f, 'dmp_no_ds')]:+.1f}, DMP {gain[(f, 'dmp')]:+.1f}, L_DS "
+                f"{gain[(f, 'dmp')] - gain[(f, 'dmp_no_ds')]:+.1f}")
         if al:
-            text += f", DMP (No AL) {gain('dmp_no_al', al, f):+.1f}"
+            text += f", DMP (No AL) {mean_al[(f, 'dmp_no_al')] - mean_al[(f, 'source_only')]:+.1f}"
         parts.append(text)
     where = ", ".join(f"{t} seed {s}" for t, s in keys)
     al_where = "" if not al or al == keys else (" (DMP (No AL) over " + ", ".join(f"{t} seed {s}" for t, s in al)
                                                   + ")")
-    excess = {f: gain("dmp_no_ds", keys, f) - gain("dmp_no_ds", keys) for f in modes}
-    short = {f: (gain("dmp", keys, f) - gain("dmp_no_ds", keys, f)) - (gain("dmp", keys) - gain("dmp_no_ds", keys))
+    excess = {f: gain[(f, "dmp_no_ds")] - gain[(None, "dmp_no_ds")] for f in modes}
+    short = {f: (gain[(f, "dmp")] - gain[(f, "dmp_no_ds")]) - (gain[(None, "dmp")] - gain[(None, "dmp_no_ds")])
              for f in modes}
     closer = (abs(excess[FROZEN]) < abs(excess[DEEPER]), abs(short[FROZEN]) < abs(short[DEEPER]))
     verdict = {
