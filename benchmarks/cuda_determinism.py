@@ -73,14 +73,16 @@ def resume_check(args, device) -> bool:
                pretrained=False, batch_size=args.batch, intra_start=10, anchor_period=8, iterations=args.steps,
                checkpoint_every=1000, device=device.type, precision=args.precision, deterministic=True, seed=0,
                save_features=0)
-    root = Path(tempfile.mkdtemp(prefix="dmp-resume-"))  # (the trainer sets the memory fill itself: --fill is unused)
     start = time.perf_counter()
-    full = train(cfg, root / "a", task=task(), progress=False)
-    half = train(cfg, root / "b", task=task(), progress=False, stop_after=args.steps // 2)
-    resumed = train(cfg, root / "b", task=task(), progress=False)
+    # (the trainer sets the memory fill itself: --fill is unused); the runs' folders are removed after
+    with tempfile.TemporaryDirectory(prefix="dmp-resume-") as scratch:
+        root = Path(scratch)
+        full = train(cfg, root / "a", task=task(), progress=False)
+        half = train(cfg, root / "b", task=task(), progress=False, stop_after=args.steps // 2)
+        resumed = train(cfg, root / "b", task=task(), progress=False)
+        same_log = (root / "a" / "log.csv").read_text() == (root / "b" / "log.csv").read_text()
     keys = ("accuracy", "mean_class_accuracy", "per_class_accuracy", "confusion_matrix", "target_mean_prediction")
     same_metrics = all(full[k] == resumed[k] for k in keys)
-    same_log = (root / "a" / "log.csv").read_text() == (root / "b" / "log.csv").read_text()
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"{name} torch {torch.__version__} {args.backbone} {args.size}px batch {args.batch} {args.precision}: "
           f"{args.steps} iterations, stopped at {args.steps // 2} ({half is None and 'no metrics yet'}) and resumed: "

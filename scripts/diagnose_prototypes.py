@@ -64,9 +64,10 @@ def diagnose(user: dict) -> dict:
     and return the figures (per manifold layer: nearest-class-mean accuracy of the source and the target, agreement
     with the Top-1 pseudo-label), with the run's config, git commit and dataset version."""
     cfg = resolve({"method": "dmp_no_al", "device": "cpu", "save_features": 0, **user})
-    trainer = Trainer(cfg, build_task(cfg), Path(tempfile.mkdtemp(prefix="dmp-diagnose-")), progress=False)
-    stop = trainer.sched["intra_start_iteration"]
-    trainer.run(stop_after=stop)
+    with tempfile.TemporaryDirectory(prefix="dmp-diagnose-") as scratch:  # the run's checkpoint; removed after
+        trainer = Trainer(cfg, build_task(cfg), Path(scratch), progress=False)
+        stop = trainer.sched["intra_start_iteration"]
+        trainer.run(stop_after=stop)
     trainer.refresh_anchors()
     class_means, _ = trainer.anchors.on(torch.device("cpu"))
     hs, logits_s, ys = layer_features(trainer, trainer.task.source_eval)

@@ -20,6 +20,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
 import yaml
@@ -157,13 +159,11 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return 1
     page = ROOT / report
-    if page.suffix == ".zip":  # the zipped report: a folder holding report.html and data/
-        import tempfile
-        import zipfile
-        unpacked = Path(tempfile.mkdtemp(prefix="report_"))
-        zipfile.ZipFile(page).extractall(unpacked)
-        page = next(unpacked.rglob("report.html"))
-    problems = check_report(str(page), expected_entries(config), chromium, args.screenshots)
+    with tempfile.TemporaryDirectory(prefix="report_") as unpacked:
+        if page.suffix == ".zip":  # the zipped report: a folder holding report.html and data/
+            zipfile.ZipFile(page).extractall(unpacked)
+            page = next(Path(unpacked).rglob("report.html"))
+        problems = check_report(str(page), expected_entries(config), chromium, args.screenshots)
     for p in problems:
         print(f"FAIL {p}")
     n = sum(len(v) for v in expected_entries(config).values())
