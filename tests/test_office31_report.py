@@ -635,3 +635,45 @@ def test_dmp_s_terms_are_read_in_both_batchnorm_modes_on_the_same_tasks_and_seed
     assert line.startswith(
         "Gains over source-only (mean over A->D seed 0, D->A seed 0) (DMP (No AL) over D->A seed 0): BatchNorm "
         "training (the deeper form): DMP (No DS) +11.7, DMP +13.3, L_DS +1.6, DMP (No AL) +10.0; " + reading)
+
+
+@pytest.mark.parametrize("every_layer_dmp, gains, reading", [
+    ((65.62, 66.3), "DMP (No DS) +4.0, DMP +8.2, L_DS +4.2",
+     "-3.7 from the paper's with stages 5-6 fine-tuned and -0.7 with every layer: with every layer fine-tuned L_DS's "
+     "share is nearer the paper's"),
+    ((62.32, 64.0), "DMP (No DS) +4.0, DMP +5.4, L_DS +1.4",
+     "-3.7 from the paper's with stages 5-6 fine-tuned and -3.5 with every layer: L_DS's share is about as far from "
+     "the paper's with every layer fine-tuned (within a point)"),
+    ((60.02, 61.5), "DMP (No DS) +4.0, DMP +3.0, L_DS -1.0",
+     "-3.7 from the paper's with stages 5-6 fine-tuned and -5.9 with every layer: with every layer fine-tuned L_DS's "
+     "share is further from the paper's"),
+])
+def test_l_ds_s_share_is_read_with_stages_5_6_and_with_every_layer_on_the_same_tasks_and_seeds(
+        tmp_path, monkeypatch, every_layer_dmp, gains, reading):
+    """D->A and W->A seed 0 in both forms, BatchNorm frozen in both; W->A seed 1 only with every layer (left out).
+    By hand, stages 5-6: L_DS 1.42, 1.1 -> 1.26 (DMP gains 5.42, 5.1 -> 5.26); every layer: L_DS 4.62, 3.8 -> 4.21, or
+    1.32, 1.5 -> 1.41, or -0.98, -1.0 -> -0.99. Paper (D->A 5.2, W->A 4.7): 4.95. Short: -3.69; -0.74 (nearer by more
+    than a point), -3.54 (within a point), -5.94 (further)."""
+    report = load_script("office31_report")
+    monkeypatch.setattr(report, "STUDY", tmp_path)
+    _study(tmp_path)
+    frozen = "departures/stages_5_on_v20_bnfrozen/{t}/{m}/seed{s}"
+    every = "departures/all_layers_bnfrozen/{t}/{m}/seed{s}"
+    for folder, task, accs in [(frozen, "D->A", (56.0, 60.0, 61.42)), (frozen, "W->A", (58.0, 62.0, 63.1)),
+                               (every, "D->A", (57.0, 61.0, every_layer_dmp[0])),
+                               (every, "W->A", (58.5, 62.5, every_layer_dmp[1]))]:
+        for method, acc in zip(("source_only", "dmp_no_ds", "dmp"), accs):
+            _write(tmp_path, method, 0, task, acc, folder)
+    for method, acc in zip(("source_only", "dmp_no_ds", "dmp"), (50.0, 51.0, 70.0)):
+        _write(tmp_path, method, 1, "W->A", acc, every)
+    lines = report.section()
+    assert f"| D->A | 0 | every layer (from the images) | 57.0 | – | 61.0 | {every_layer_dmp[0]:.1f} | " \
+           f"{every_layer_dmp[0] - 61.0:+.1f} |" in lines
+    assert "| W->A | 0 | stages 5-6 and the head | 58.0 | – | 62.0 | 63.1 | +1.1 |" in lines
+    assert "| W->A | | paper (ResNet-50, reported) | 60.7 | 64.1 | 65.5 | 70.2 | +4.7 |" in lines
+    assert not any(line.startswith("| W->A | 1 | every layer") for line in lines)
+    line = next(line for line in lines if line.startswith("Gains over source-only (mean over D->A seed 0, W->A seed 0): "
+                                                          "stages 5-6"))
+    assert line.startswith("Gains over source-only (mean over D->A seed 0, W->A seed 0): stages 5-6 and the head: DMP "
+                           f"(No DS) +4.0, DMP +5.3, L_DS +1.3; every layer (from the images): {gains}; the paper: ")
+    assert f". L_DS's share is {reading}" in line
