@@ -341,13 +341,18 @@ ABLATED = ("source_only", "dmp_no_al", "dmp_no_ds", "dmp")
 """The methods of :func:`ablations_by_bn`: source-only, DMP and the two ablations, in the paper's table order."""
 
 
-def _terms_by_form(acc: dict, ran: list, modes: dict, paper: pd.DataFrame, column: str) -> tuple | None:
-    """Source-only, DMP and its ablations in each form of ``modes`` (form -> its label) on the (task, seed) keys of
-    ``ran`` where every form ran source-only, DMP (No DS) and DMP (``acc``: (form, method, task, seed) -> accuracy):
-    the table (a row per key and form, ``column`` naming the form, L_DS's share = DMP minus DMP (No DS); the paper's
-    row of each task under them), the gains over source-only of the mean accuracies per form and for the paper (form
-    None, on the same tasks), and their sentence; DMP (No AL) over the keys where it ran in every form (named where
-    fewer). None where no key ran every form."""
+def _terms_by_form(dep: pd.DataFrame, modes: dict, paper: pd.DataFrame, column: str) -> tuple | None:
+    """Source-only, DMP and its ablations in each form of ``modes`` (form -> its label) on the tasks and seeds where
+    the last form ran DMP (No DS) and every form ran source-only, DMP (No DS) and DMP: the table (a row per task,
+    seed and form, ``column`` naming the form, L_DS's share = DMP minus DMP (No DS); the paper's row of each task
+    under them), the gains over source-only of the mean accuracies per form and for the paper (form None, on the same
+    tasks), and their sentence; DMP (No AL) over the tasks and seeds where it ran in every form (named where fewer).
+    None where no task and seed ran every form."""
+    if dep.empty:
+        return None
+    acc = dep.set_index(["form", "method", "task", "seed"])["accuracy"].to_dict()
+    ran = sorted({(t, s) for f, m, t, s in acc if f == list(modes)[-1] and m == "dmp_no_ds"},
+                 key=lambda k: (TASKS.index(k[0]), k[1]))
     keys, mean = _form_means(acc, ran, tuple(modes), ("source_only", "dmp_no_ds", "dmp"))
     if not keys:
         return None
@@ -380,7 +385,7 @@ def _terms_by_form(acc: dict, ran: list, modes: dict, paper: pd.DataFrame, colum
     where = ", ".join(f"{t} seed {s}" for t, s in keys)
     al_where = "" if not al or al == keys else (" (DMP (No AL) over " + ", ".join(f"{t} seed {s}" for t, s in al)
                                                   + ")")
-    return keys, lines, gain, f"Gains over source-only (mean over {where}){al_where}: " + "; ".join(parts)
+    return lines, gain, f"Gains over source-only (mean over {where}){al_where}: " + "; ".join(parts)
 
 
 def _ds_short(gain: dict, form) -> float:
@@ -396,16 +401,11 @@ def ablations_by_bn(dep: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
     gain every method with a target batch gets (:func:`_statistics_share`); frozen, no method gets it. Whether DMP
     (No DS)'s excess over the paper's gain and L_DS's short share move with it tells the protocol from the method.
     DMP (No AL) is averaged over the tasks and seeds where it ran in both modes (named where fewer)."""
-    if dep.empty:
-        return []
-    acc = dep.set_index(["form", "method", "task", "seed"])["accuracy"].to_dict()
     modes = {DEEPER: "BatchNorm training (the deeper form)", FROZEN: "BatchNorm on ImageNet statistics"}
-    ran = sorted({(t, s) for f, m, t, s in acc if f == FROZEN and m == "dmp_no_ds"},
-                 key=lambda k: (TASKS.index(k[0]), k[1]))
-    terms = _terms_by_form(acc, ran, modes, paper, "BatchNorm")
+    terms = _terms_by_form(dep, modes, paper, "BatchNorm")
     if terms is None:
         return []
-    keys, lines, gain, gains = terms
+    lines, gain, gains = terms
     excess = {f: gain[(f, "dmp_no_ds")] - gain[(None, "dmp_no_ds")] for f in modes}
     short = {f: _ds_short(gain, f) for f in modes}
     closer = (abs(excess[FROZEN]) < abs(excess[DEEPER]), abs(short[FROZEN]) < abs(short[DEEPER]))
@@ -436,16 +436,11 @@ def ds_by_depth(dep: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
     target's), on each task and seed where both ran source-only, DMP (No DS) and DMP. The intra-class term moves the
     features of the layers that train; whether L_DS adds nearer the paper's share when every layer trains tells
     whether the depth of the CPU form's fine-tuning is part of its short share."""
-    if dep.empty:
-        return []
-    acc = dep.set_index(["form", "method", "task", "seed"])["accuracy"].to_dict()
     modes = {FROZEN: "stages 5-6 and the head", ALL_FROZEN: "every layer (from the images)"}
-    ran = sorted({(t, s) for f, m, t, s in acc if f == ALL_FROZEN and m == "dmp_no_ds"},
-                 key=lambda k: (TASKS.index(k[0]), k[1]))
-    terms = _terms_by_form(acc, ran, modes, paper, "fine-tuned")
+    terms = _terms_by_form(dep, modes, paper, "fine-tuned")
     if terms is None:
         return []
-    keys, lines, gain, gains = terms
+    lines, gain, gains = terms
     short = {f: _ds_short(gain, f) for f in modes}
     if abs(short[ALL_FROZEN]) < abs(short[FROZEN]) - 1.0:
         verdict = ("with every layer fine-tuned L_DS's share is nearer the paper's: how much of the network trains is "
