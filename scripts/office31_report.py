@@ -338,21 +338,19 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict, study:
 
 
 ABLATED = ("source_only", "dmp_no_al", "dmp_no_ds", "dmp")
-"""The methods of :func:`ablations_by_bn`: source-only, DMP and the two ablations, in the paper's table order."""
+"""The methods of :func:`_terms_by_form`: source-only, DMP and the two ablations, in the paper's table order."""
 
 
 def _terms_by_form(dep: pd.DataFrame, modes: dict, paper: pd.DataFrame, column: str) -> tuple | None:
     """Source-only, DMP and its ablations in each form of ``modes`` (form -> its label) on the tasks and seeds where
-    the last form ran DMP (No DS) and every form ran source-only, DMP (No DS) and DMP: the table (a row per task,
-    seed and form, ``column`` naming the form, L_DS's share = DMP minus DMP (No DS); the paper's row of each task
+    every form ran source-only, DMP (No DS) and DMP: the table (a row per task, seed and form, ``column`` naming the form, L_DS's share = DMP minus DMP (No DS); the paper's row of each task
     under them), the gains over source-only of the mean accuracies per form and for the paper (form None, on the same
     tasks), and their sentence; DMP (No AL) over the tasks and seeds where it ran in every form (named where fewer).
     None where no task and seed ran every form."""
     if dep.empty:
         return None
     acc = dep.set_index(["form", "method", "task", "seed"])["accuracy"].to_dict()
-    ran = sorted({(t, s) for f, m, t, s in acc if f == list(modes)[-1] and m == "dmp_no_ds"},
-                 key=lambda k: (TASKS.index(k[0]), k[1]))
+    ran = sorted({(t, s) for _, _, t, s in acc}, key=lambda k: (TASKS.index(k[0]), k[1]))
     keys, mean = _form_means(acc, ran, tuple(modes), ("source_only", "dmp_no_ds", "dmp"))
     if not keys:
         return None
