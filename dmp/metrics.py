@@ -5,7 +5,9 @@ A metrics.json is used only if it is a finished run (``status: complete``) of th
 config is the whole config ``python -m dmp train`` resolves for that run (:meth:`~dmp.suite.Suite.expected_config`:
 every key that changes a result, not only the run's identity; a key recorded before it existed counts as its default,
 the runtime keys aside), its accuracies lie in [0, 100] and its times are finite and >= 0, with a finite number at
-every key the reader needs from it; any other file is skipped, and the reader says why."""
+every key the reader needs from it; any other file is skipped, and the reader says why. The research reports
+(``scripts/evidence_report.py``, ``scripts/office31_report.py``) read every record with the same checks
+(:func:`load_record`) and stop at one that fails them, naming the file."""
 from __future__ import annotations
 
 import json
@@ -23,6 +25,59 @@ TIME_KEYS = ("seconds_per_iter", "seconds_per_epoch", "train_seconds", "anchor_s
              "seconds_per_epoch_wall", "seconds_per_batch_wall")
 
 
+class RecordError(ValueError):
+    """A run record (metrics.json) no reader may use; the message is one line naming the file and why."""
+
+
+def parse_record(path) -> tuple[dict | None, str | None]:
+    """``(metrics, None)`` if ``path`` holds a JSON object, else ``(None, why)`` (a file cut off mid-write, or not
+    JSON, is ``unreadable``): the first check of every reader of run records."""
+    try:
+        metrics = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable ({type(exc).__name__})"
+    if not isinstance(metrics, dict):
+        return None, "not a JSON object"
+    return metrics, None
+
+
+REPORT_KEYS = ("accuracy", "git_commit", "dataset_version", "config/dataset", "config/method", "config/seed",
+               "config/source", "config/target")
+"""What the research reports (scripts/evidence_report.py, scripts/office31_report.py) read of every run record."""
+
+
+def load_record(path, required=REPORT_KEYS) -> dict:
+    """A run record as the research reports read it, with the checks ``dmp tables`` applies (:func:`read_metrics`):
+    a readable JSON object (:func:`parse_record`), a finished run (a ``status`` other than ``complete`` is refused;
+    trainers write the record only when a run completes), the values of :func:`value_problem` (accuracies in
+    [0, 100], finite times >= 0; ``mean_class_accuracy`` only where recorded) and every key path of ``required``
+    (``config/seed``: key ``seed`` of ``config``) present. Anything else raises :class:`RecordError`, one line
+    naming the file and why: a report never prints a number from a record that cannot be right."""
+    metrics, why = parse_record(path)
+    if metrics is not None:
+        status = metrics.get("status", "complete")
+        missing = [k for k in required if _get(metrics, k.split("/")) is _MISSING]
+        why = (f"status {status!r}, not 'complete'" if status != "complete" else
+               value_problem(metrics, required=("accuracy",)) or (
+                   f"no key {', '.join(missing)}" if missing else None))
+    if why:
+        raise RecordError(f"{path}: {why}")
+    return metrics
+
+
+_MISSING = object()
+
+
+def _get(metrics: dict, keys):
+    """The value at the key path ``keys`` of a metrics dict, or ``_MISSING``."""
+    value = metrics
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            return _MISSING
+        value = value[key]
+    return value
+
+
 def read_metrics(path, expected: dict, keys) -> tuple[dict | None, str | None]:
     """``(metrics, None)`` if ``path`` holds a finished run whose recorded config matches ``expected`` (the run's
     :meth:`~dmp.suite.Suite.expected_config`, or a part of it) and whose values pass :func:`value_problem`, with a
@@ -31,12 +86,9 @@ def read_metrics(path, expected: dict, keys) -> tuple[dict | None, str | None]:
     path = Path(path)
     if not path.exists():
         return None, None
-    try:
-        metrics = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        return None, f"unreadable ({type(exc).__name__})"
-    if not isinstance(metrics, dict):
-        return None, "not a JSON object"
+    metrics, why = parse_record(path)
+    if metrics is None:
+        return None, why
     if metrics.get("status") != "complete":
         return None, f"status {metrics.get('status')!r}, not 'complete'"
     config = metrics.get("config")
@@ -99,16 +151,16 @@ def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
     return sha256_file(path)
 
 
-def value_problem(metrics: dict) -> str | None:
+def value_problem(metrics: dict, required=ACCURACY_KEYS) -> str | None:
     """Why the values of a finished run's metrics cannot be right (an accuracy outside [0, 100], a time that is not
-    a finite number >= 0), else None."""
+    a finite number >= 0; a top-level accuracy of ``required`` missing), else None."""
     sections = [("", metrics)]
     if isinstance(metrics.get("interpolation"), dict):
         sections += [(f"interpolation/{a}/", v) for a, v in metrics["interpolation"].items() if isinstance(v, dict)]
     for where, section in sections:
         for key in ACCURACY_KEYS:
             value = section.get(key)
-            if (key in section or not where) and not (_number(value) and 0 <= value <= 100):
+            if (key in section or (not where and key in required)) and not (_number(value) and 0 <= value <= 100):
                 return f"{where}{key} {short_repr(value, 30)} is not an accuracy in [0, 100]"
         per_class = section.get("per_class_accuracy", {})
         if not isinstance(per_class, dict):
@@ -128,11 +180,7 @@ def _number(value) -> bool:
 
 def lookup(metrics: dict, keys: tuple[str, ...]) -> float | None:
     """The number at ``keys`` in a metrics dict, None if absent or not finite."""
-    value = metrics
-    for key in keys:
-        if not isinstance(value, dict) or key not in value:
-            return None
-        value = value[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    value = _get(metrics, keys)
+    if value is _MISSING or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)

@@ -119,15 +119,32 @@ def main(argv=None):
     jobs = [] if args.report_only else [(study, (cfg, out_root / out)) for study in args.study if study != "geometry"
                                         for cfg, out in jobs_for(study, args.seeds, args.only, weights, args.method)]
     from tqdm import tqdm
-    with cf.ProcessPoolExecutor(args.jobs) as pool:
-        for _ in tqdm(pool.map(run_job, jobs), total=len(jobs), desc="evidence runs"):
-            pass
+    if jobs:  # --report-only: none (no pool, no progress bar)
+        with cf.ProcessPoolExecutor(args.jobs) as pool:
+            for _ in tqdm(pool.map(run_job, jobs), total=len(jobs), desc="evidence runs"):
+                pass
     if "geometry" in args.study and not args.report_only:
         print(f"geometry.json written for {write_geometry(out_root)} run(s)")
-    Path(args.report).write_text(render(collect(out_root), collect_prototypes(out_root),
-                                        collect_geometry(out_root)))
-    print(Path(args.report).read_text())
+    return write_report(out_root, Path(args.report))
+
+
+def write_report(out_root: Path, report: Path) -> int:
+    """Render the report from the runs under ``out_root`` into ``report`` and print it; returns 0. No run there, or
+    a run record that cannot be right (dmp.metrics.load_record: cut off, an accuracy outside [0, 100], a key
+    missing): one line on stderr naming the folder or the file, returns 2, and ``report`` is left as it was."""
+    from dmp.metrics import RecordError
+    try:
+        runs = collect(out_root)
+        if runs.empty:
+            raise RecordError(f"no runs under {out_root} (the report reads its */*/*/*/*/*/seed*/metrics.json)")
+        text = render(runs, collect_prototypes(out_root), collect_geometry(out_root))
+    except RecordError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report.write_text(text)
+    print(text)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -13,6 +13,8 @@ from evidence_studies import (ANCHORS, COMPARISON, COMPARISON_BASE, DIGITS_INIT,
 from office31_report import section as office31_section
 from partial_lockin import section as lockin_section
 
+from dmp.metrics import load_record  # (importable once evidence_studies put the project on the path)
+
 def _versions(m: dict) -> dict:
     """What a run's number depends on besides its config: the data version, the backbone weights file (sha256;
     ``none`` where the run loads no file: identity backbone or random init; ``not recorded`` where it loaded one
@@ -25,10 +27,15 @@ def _versions(m: dict) -> dict:
                 weights_file=Path(m.get("weights_file") or c.get("weights_path") or "").name if loads else "")
 
 
+EVIDENCE_KEYS = ("accuracy", "git_commit", "dataset_version", *(f"config/{k}" for k in (
+    "dataset", "setting", "source", "target", "method", "seed")))
+"""What :func:`collect` reads of every run record (checked by :func:`dmp.metrics.load_record`)."""
+
+
 def collect(out_root: Path) -> pd.DataFrame:
     rows = []
     for path in sorted(out_root.glob("*/*/*/*/*/*/seed*/metrics.json")):
-        m = json.loads(path.read_text())
+        m = load_record(path, EVIDENCE_KEYS)
         c = m["config"]
         study, variant = path.relative_to(out_root).parts[0], path.parts[-3]
         rows.append(dict(study=study, dataset=c["dataset"], setting=c["setting"], variant=variant,
@@ -285,7 +292,7 @@ def _wins(wins: pd.DataFrame) -> str:
 def collect_geometry(out_root: Path) -> pd.DataFrame:
     rows = []
     for path in sorted(out_root.glob("main/*/vanilla/*/*/default/seed*/geometry.json")):
-        m = json.loads((path.parent / "metrics.json").read_text())
+        m = load_record(path.parent / "metrics.json", EVIDENCE_KEYS)
         c = m["config"]
         rows.append(dict(dataset=c["dataset"], method=c["method"], seed=c["seed"], **_versions(m), **{
             k: v for k, v in json.loads(path.read_text()).items() if k in GEOMETRY}))
@@ -504,8 +511,8 @@ def measured_notes(df: pd.DataFrame, protos: pd.DataFrame | None = None, geo: pd
     for m in ("dmp", "dmp_ent"):
         runs = sorted((ROOT / "results" / "evidence" / "runs" / "main" / "demo" / "partial").glob(
             f"*/{m}/default/seed*/metrics.json"))
-        pis = [dict(zip(r["class_names"], r["class_weights"]))["circle"] for r in map(json.loads,
-                                                                                       map(Path.read_text, runs))]
+        pis = [dict(zip(r["class_names"], r["class_weights"]))["circle"]
+               for r in (load_record(run, ("class_names", "class_weights")) for run in runs)]
         collapsed[m] = (sum(pi < 0.05 for pi in pis), len(pis))
     if all(n for _, n in collapsed.values()):
         out.append(
@@ -551,7 +558,7 @@ def measured_notes(df: pd.DataFrame, protos: pd.DataFrame | None = None, geo: pd
         shares = []
         for path in sorted((ROOT / "results" / "evidence" / "runs" / "weak" / "demo_pixels" / "vanilla" /
                             "outline-blurry" / "dmp" / "default").glob("seed*/metrics.json")):
-            counts = sorted(sum(col) for col in zip(*json.loads(path.read_text())["confusion_matrix"]))
+            counts = sorted(sum(col) for col in zip(*load_record(path, ("confusion_matrix",))["confusion_matrix"]))
             shares.append(100 * (counts[-1] + counts[-2]) / sum(counts))
         out.append(
             f"- Weak hand-crafted features (the `weak` study): with the gradient histograms (source-only "

@@ -7,10 +7,11 @@ Reads only committed run folders (metrics.json: config, seed, git commit, datase
 head-only form on :data:`STUDY_DATASET`, the deeper form :data:`DEEPER` on :data:`DEEPER_DATASET`) and
 ``results/office31_lite/departures/<departure>/<task>/<method>/seed<k>/`` (``scripts/office31_departures.sh``).
 
-    python scripts/office31_report.py          # prints the section
+    python scripts/office31_report.py [--root results/office31_lite]     # prints the section
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -19,6 +20,10 @@ from typing import NamedTuple
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from dmp.metrics import REPORT_KEYS, RecordError, load_record  # noqa: E402
+
 STUDY = ROOT / "results" / "office31_lite"
 STUDY_DATASET = "office31_lite0_t128"
 """The study's head-only form: the trunk stored before the head (4 crops + flips per image)."""
@@ -58,7 +63,7 @@ def _runs(pattern: str, root: Path | None = None) -> pd.DataFrame:
     root = STUDY if root is None else root
     rows = []
     for path in sorted(root.glob(pattern)):
-        m = json.loads(path.read_text())
+        m = load_record(path, (*REPORT_KEYS, "weights_sha256"))
         c = m["config"]
         rows.append(dict(path=path.relative_to(root).parts, bn=c.get("backbone_bn", "train"),
                          gpu=(m.get("gpu") or {}).get("name", ""), dataset=c["dataset"], method=c["method"], seed=c["seed"],
@@ -954,7 +959,7 @@ def trajectory(runs: pd.DataFrame) -> list[str]:
     read for this diagnosis only, never to choose a model): per run its first measurement, its peak and its last."""
     rows = []
     for parts, method, task, seed in zip(runs["path"], runs["method"], runs["task"], runs["seed"]):
-        m = json.loads(STUDY.joinpath(*parts).read_text())
+        m = load_record(STUDY.joinpath(*parts))
         log = [r for r in m.get("accuracy_log") or [] if r["iteration"] > 0]     # iteration 0: the untrained head
         if len(log) < 2:
             continue
@@ -1197,7 +1202,7 @@ def _collapsed(part: pd.DataFrame) -> int:
     from partial_lockin import COLLAPSE
     count = 0
     for parts in part["path"]:
-        per_class = json.loads(STUDY.joinpath(*parts).read_text())["per_class_accuracy"]
+        per_class = load_record(STUDY.joinpath(*parts), ("per_class_accuracy",))["per_class_accuracy"]
         count += any(v is not None and v <= COLLAPSE for v in per_class.values())
     return count
 
@@ -1211,7 +1216,7 @@ def confusable_pairs(top: int = 3) -> list[str]:
     for setting, split in (("vanilla", "full-full"), ("partial", "full-partial")):
         pooled = {}
         for path in sorted(STUDY.glob(f"runs/*/{setting}/*/source_only/G/{split}/seed*/metrics.json")):
-            m = json.loads(path.read_text())
+            m = load_record(path)
             if not m.get("confusion_matrix"):
                 continue                                      # a run that recorded none
             task = f"{SHORT[m['config']['source']]}->{SHORT[m['config']['target']]}"
@@ -1264,7 +1269,7 @@ def _class_weight_split(method: str):
     import numpy as np
     shared, other = [], []
     for path in sorted(STUDY.glob(f"runs/*/partial/*/{method}/G/full-partial/seed*/metrics.json")):
-        m = json.loads(path.read_text())
+        m = load_record(path)
         p = np.asarray(m.get("target_mean_prediction") or [], dtype=float)
         if not len(p) or p.max() <= 0:
             continue
@@ -1276,5 +1281,23 @@ def _class_weight_split(method: str):
     return ((float(np.mean(shared)), float(np.mean(other))), counts, len(shared)) if shared else None
 
 
+def main(argv=None) -> int:
+    """``python scripts/office31_report.py [--root DIR]``: print the section; no run of the study under the root, or
+    a run record that cannot be right (:func:`dmp.metrics.load_record`), is one line on stderr and returns 2."""
+    global STUDY
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--root", type=Path, default=STUDY, help="the study's folder (default: results/office31_lite)")
+    STUDY = ap.parse_args(argv).root
+    try:
+        lines = section()
+        if not lines:
+            raise RecordError(f"no runs under {STUDY} (the section reads {SUITE_RUNS.format(STUDY_DATASET)} there)")
+    except RecordError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
 if __name__ == "__main__":
-    print("\n".join(section()))
+    sys.exit(main())

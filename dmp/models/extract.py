@@ -44,7 +44,8 @@ def add_parser(sub) -> None:
     p.add_argument("--trunk", action="store_true", help="store the trunk's activations (before the head) for "
                    "backbone=<backbone>_top runs, which fine-tune the head (efficientnet_lite*)")
     p.add_argument("--views", type=int, default=0, help="also store the trunk's activations of V random training "
-                   "crops and flips of each image (X_views; implies --trunk; default: 0)")
+                   "crops and flips of each image (X_views; implies --trunk; default: 0; refused, saying what they "
+                   "would take, where the largest domain's would not fit in this machine's memory)")
     p.add_argument("--trunk-stage", type=int, default=None, metavar="K",
                    help="store the activations before stage K of the blocks instead of before the head, for "
                    "backbone=<backbone>_from<K> runs, which fine-tune stages K.. and the head (implies --trunk)")
@@ -84,6 +85,7 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     from . import efficientnet
     from .backbones import build_backbone
 
+    check_options(resize=resize, crop=crop, views=views, batch_size=batch_size)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", out_name) or ".." in out_name:
         raise ValueError(f"--out-name {out_name!r}: a dataset name is letters, digits, '_', '-' and '.' (it names "
                          f"the folder datasets/<out-name>/ and the features' folder, datasets/<out-name>/data or "
@@ -110,6 +112,8 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
                          f"{'' if trunk_stage is None else f' from stage {trunk_stage}'} (those that do: "
                          f"{', '.join(sorted({t.rsplit('_', 1)[0] for t in efficientnet.TOPS}))}; stages "
                          f"{', '.join(map(str, efficientnet.STAGES))})")
+    if views:  # what the stored views would take, before any weights are read or image decoded
+        check_views_memory(spec, split, backbone, trunk_stage, crop, views, batch_size)
     model, _ = build_backbone(backbone, pretrained=pretrained, weights_path=weights_path)
     weights_file = model.weights_file
     if trunk:
@@ -151,6 +155,83 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     yml = registry.dataset_dir(out_name) / "dataset.yaml"
     write_text(yml, yaml.safe_dump(doc, sort_keys=False))
     return yml
+
+
+def check_options(*, resize: int, crop: int, views: int, batch_size: int) -> None:
+    """The sizes ``extract-features`` is given, checked before anything is read: ``--resize`` and ``--crop`` positive
+    and at most :data:`dmp.params.MAX_IMAGE_SIDE` (as a run's config keys), the crop no larger than the resized image
+    (``dmp train`` refuses the same: a larger centre crop would pad the image with zeros), ``--views`` 0 or more,
+    ``--batch-size`` 1 or more. A bad one raises ValueError naming the option."""
+    from ..params import MAX_IMAGE_SIDE
+
+    for option, value in (("--resize", resize), ("--crop", crop)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_IMAGE_SIDE:
+            raise ValueError(f"{option} {value!r}: an image side is a whole number of pixels from 1 to "
+                             f"{MAX_IMAGE_SIDE}")
+    if crop > resize:
+        raise ValueError(f"--crop {crop} is larger than --resize {resize} (the crop is cut from the resized image; "
+                         f"a larger one would pad it with zeros): set --crop <= --resize")
+    if isinstance(views, bool) or not isinstance(views, int) or views < 0:
+        raise ValueError(f"--views {views!r}: the number of stored training views of each image is 0 (none) or more")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"--batch-size {batch_size!r}: the images per forward pass are 1 or more")
+
+
+def machine_memory() -> int | None:
+    """This machine's physical memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def view_floats(backbone: str, trunk_stage: int | None, crop: int) -> int:
+    """The values stored per image and view: the trunk's activations (before ``trunk_stage``, or before the head) of
+    a ``crop`` x ``crop`` image, their shape found on PyTorch's meta device (no weights, no computation)."""
+    import torch
+    from torch import nn
+
+    from . import efficientnet
+
+    variant = int(re.fullmatch(r"efficientnet_lite(\d+)", backbone).group(1))
+    with torch.device("meta"):
+        net = nn.Sequential(nn.Identity(), efficientnet.lite_network(variant, pretrained=False)).eval()
+        return int(efficientnet.trunk(net, trunk_stage)(torch.empty(1, 3, crop, crop)).numel())
+
+
+def _images(spec, domain, split: str) -> int | None:
+    """The images of ``domain`` in ``split``: its committed list's lines, else its declared count."""
+    try:
+        with open(registry.list_file(spec, domain.name, split)) as fh:
+            return sum(1 for line in fh if line.strip())
+    except (OSError, ValueError):
+        return domain.count
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2 ** 30:,.1f} GiB"
+
+
+def check_views_memory(spec, split: str, backbone: str, trunk_stage: int | None, crop: int, views: int,
+                       batch_size: int) -> None:
+    """Refuse ``--views`` whose largest domain would not fit in this machine's memory: a domain's ``N x (1 + V) x D``
+    float32 activations are held twice while it is assembled (the batches, then the array written), beside one
+    batch of ``batch_size x (1 + V)`` input images of ``3 x crop x crop`` floats (D: :func:`view_floats`). The
+    bound is the machine's physical memory (:func:`machine_memory`); ValueError says what it would take."""
+    memory = machine_memory()
+    sizes = {d.name: _images(spec, d, split) for d in spec.domains}
+    sizes = {k: v for k, v in sizes.items() if v}
+    if memory is None or not sizes:
+        return
+    domain, n = max(sizes.items(), key=lambda kv: kv[1])
+    floats = view_floats(backbone, trunk_stage, crop)
+    need = 2 * n * (1 + views) * floats * 4 + batch_size * (1 + views) * 3 * crop * crop * 4
+    if need > memory:
+        where = "" if trunk_stage is None else f" before stage {trunk_stage}"
+        raise ValueError(f"--views {views}: domain {domain} ({n} images) would hold {n} x {1 + views} views x "
+                         f"{floats} floats ({backbone} trunk{where} at {crop} px), twice while assembled, plus a batch "
+                         f"of {batch_size} x {1 + views} images: {_gib(need)}, more than this machine's memory "
+                         f"({_gib(memory)}); store fewer views or a smaller --crop")
 
 
 class _Views:
