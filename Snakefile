@@ -4,9 +4,15 @@
 # Rules are thin: the logic (which runs each table needs, their arguments) is in dmp/suite.py, the tables are
 # built by dmp/tables/.  Figures (docs/figures.md): `all` (the default target) = all_tables + all_figures; one figure:
 # figure_<name>; which runs a figure needs is in dmp/figures/plan.py, the figures are built by dmp/figures/.
+import os
+import sys
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
+
+sys.path.insert(0, workflow.basedir)
+from dmp import suite as suite_lib
 
 
 # The paper suite unless a suite config is given with --configfile (e.g. config/demo.yaml), which then replaces
@@ -16,7 +22,13 @@ if not workflow.config_settings.configfiles:
     configfile: "config/config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+# One line for a refused config (a key the schema does not know, with the closest one; a value of the wrong type),
+# not the whole schema; `--config comparison_methods=false` is the boolean (Snakemake gives the string 'false').
+try:
+    suite_lib.ready_for_schema(config, os.path.join(workflow.basedir, suite_lib.SCHEMA_FILE))
+    validate(config, suite_lib.SCHEMA_FILE)
+except (ValueError, WorkflowError) as err:
+    raise WorkflowError(suite_lib.schema_problem(err)) from None
 
 
 include: "workflow/rules/common.smk"
@@ -41,6 +53,9 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+
+
+report_absent_data(SUITE.all_runs() + FIGURE_PLAN.all_runs())
 
 
 localrules:

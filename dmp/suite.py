@@ -136,6 +136,56 @@ def results_folder(value) -> str:
     return value
 
 
+SCHEMA_FILE = "workflow/schemas/config.schema.yaml"  # the suite config's schema (the Snakefile checks against it)
+# The strings Snakemake gives for `--config key=true` / `key=false` (it reads only True and False as booleans).
+BOOLEAN_WORDS = {"true": True, "false": False}
+
+
+def ready_for_schema(config: dict, schema_path) -> None:
+    """Make the config Snakemake gives (the config file, then each ``--config key=value``) ready for the schema check,
+    in place: a top-level key the schema does not know is refused in one line naming the closest known key (the
+    schema's own error quotes the whole schema); ``--config comparison_methods=false`` gives the string 'false',
+    taken as the boolean for the schema's boolean keys."""
+    known = (yaml.safe_load(Path(schema_path).read_text()) or {}).get("properties", {})
+    unknown = [k for k in config if k not in known]
+    if unknown:
+        raise ValueError(unknown_key_message(str(unknown[0]), "", known))
+    for key, value in config.items():
+        if known[key].get("type") == "boolean" and isinstance(value, str) and value.lower() in BOOLEAN_WORDS:
+            config[key] = BOOLEAN_WORDS[value.lower()]
+
+
+
+def unknown_key_message(key: str, where: str, known) -> str:
+    """The one line for a key the suite config's schema has no place for (``where``: the dotted path above it)."""
+    from .config import did_you_mean
+
+    keys = f"; the keys there: {', '.join(known)}" if known else ""
+    return (f"config key {(where + '.' if where else '') + key!r} is not a key of the suite config"
+            f"{did_you_mean(key, known)}{keys} (see {SCHEMA_FILE})")
+
+
+def schema_problem(err: Exception) -> str:
+    """One line for a suite config the schema check refused: the key's path and what is wrong with it, instead of
+    the whole schema that ``snakemake.utils.validate``'s error quotes (it raises its ``WorkflowError`` while
+    handling jsonschema's error); any other error: its own text."""
+    import jsonschema
+
+    found = [e for e in (err, err.__cause__, err.__context__) if isinstance(e, jsonschema.exceptions.ValidationError)]
+    if not found:
+        return " ".join(str(err).split())
+    error = found[0]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = error.schema.get("properties", {})
+        extra = [k for k in error.instance if k not in known]
+        if extra:
+            return unknown_key_message(str(extra[0]), where, known)
+    message = " ".join(error.message.split())
+    message = message if len(message) <= 200 else message[:197] + "..."
+    return f"config {'key ' + repr(where) if where else 'file'}: {message} (see {SCHEMA_FILE})"
+
+
 class Suite:
     """A validated suite configuration (config/config.yaml or config/demo.yaml, already schema-checked)."""
 
@@ -175,8 +225,14 @@ class Suite:
         try:
             spec = self.spec(dataset)
         except KeyError as err:
-            known = ", ".join(self.registry.dataset_names())
-            raise ValueError(f"config {where}: unknown dataset {dataset!r} (known: {known})") from err
+            from .config import did_you_mean
+
+            known = self.registry.dataset_names()
+            files = [os.path.join(d, dataset, "dataset.yaml") for d in self.registry.declaration_dirs()]
+            places = " or ".join(f if os.path.relpath(f).startswith("..") else os.path.relpath(f) for f in files)
+            raise ValueError(f"config {where}: unknown dataset {dataset!r}{did_you_mean(dataset, known)}: declare it "
+                             f"in {places} (every key: docs/datasets.md, \"Bring your own image dataset\"; a folder "
+                             f"of your own: DMP_DATASETS_DIR); known datasets: {', '.join(known)}") from err
         parts = task.split("->")
         shorts = {d.short: d.name for d in spec.domains}
         if len(parts) != 2 or any(p not in shorts for p in parts) or parts[0] == parts[1]:

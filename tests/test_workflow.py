@@ -131,6 +131,87 @@ def test_suite_rejects_unknown_dataset_and_task_naming_them():
         Suite(bad)
 
 
+def test_the_words_true_and_false_of_a_config_option_are_the_booleans():
+    """`--config comparison_methods=false` (config/config.yaml's header) gives Snakemake's string 'false': the
+    schema's boolean keys take it as the boolean, other keys keep the string."""
+    from snakemake.utils import validate
+
+    cfg = load("config.yaml")
+    cfg.update(comparison_methods="false", require_runs="True", results="false")
+    suite_lib.ready_for_schema(cfg, SCHEMA)
+    assert (cfg["comparison_methods"], cfg["require_runs"], cfg["results"]) == (False, True, "false")
+    validate(cfg, str(SCHEMA))
+    cfg["comparison_methods"] = "maybe"
+    suite_lib.ready_for_schema(cfg, SCHEMA)
+    with pytest.raises(Exception) as err:
+        validate(cfg, str(SCHEMA))
+    assert suite_lib.schema_problem(err.value) == (f"config key 'comparison_methods': 'maybe' is not of type "
+                                                   f"'boolean' (see {suite_lib.SCHEMA_FILE})")
+
+
+def test_a_misspelled_config_key_is_one_line_with_the_closest_key():
+    """As `dmp config` answers a typo: one line with "did you mean", not the whole schema."""
+    from snakemake.utils import validate
+
+    cfg = load("config.yaml")
+    cfg["comparision_methods"] = False
+    with pytest.raises(ValueError) as err:
+        suite_lib.ready_for_schema(cfg, SCHEMA)
+    message = str(err.value)
+    assert message.startswith("config key 'comparision_methods' is not a key of the suite config (did you mean "
+                              "'comparison_methods'?); the keys there: results, seeds,") and "\n" not in message
+    cfg = load("config.yaml")
+    cfg["tables"]["vanila"] = cfg["tables"].pop("vanilla")  # below the top level: the schema's error, in one line
+    with pytest.raises(Exception) as err:
+        validate(cfg, str(SCHEMA))
+    assert suite_lib.schema_problem(err.value).startswith(
+        "config key 'tables.vanila' is not a key of the suite config (did you mean 'vanilla'?)")
+
+
+def test_an_undeclared_dataset_names_where_its_declaration_goes(monkeypatch):
+    """config/examples/own_images.yaml before its dataset is declared: the error says where the dataset.yaml goes
+    and which section of docs/datasets.md gives its keys."""
+    monkeypatch.delenv("DMP_DATASETS_DIR", raising=False)
+    monkeypatch.chdir(ROOT)
+    cfg = yaml.safe_load((ROOT / "config" / "examples" / "own_images.yaml").read_text())
+    with pytest.raises(ValueError) as err:
+        Suite(cfg)
+    message = str(err.value)
+    assert message.startswith("config tables.vanilla (mine P->S): unknown dataset 'mine': declare it in "
+                              "datasets/mine/dataset.yaml (every key: docs/datasets.md, \"Bring your own image "
+                              "dataset\"")
+    assert "## Bring your own image dataset\n" in (ROOT / "docs" / "datasets.md").read_text()
+
+
+@pytest.mark.slow
+def test_config_words_and_typos_on_the_snakemake_command_line():
+    """The documented `--config comparison_methods=false` plans DMP's rows only; a misspelled key stops the
+    workflow with the one line of the closest key, not the schema."""
+    proc = snakemake("-n", "all_tables", "--config", "comparison_methods=false", "--quiet", "rules")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert 0 < job_counts(proc.stdout)["train"] < expected_train_jobs(load("config.yaml"))
+    proc = snakemake("-n", "all_tables", "--config", "comparision_methods=false")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "(did you mean 'comparison_methods'?)" in out
+    assert len(out.splitlines()) < 10 and "Failed validating" not in out, out
+
+
+@pytest.mark.slow
+def test_a_dry_run_names_the_absent_datasets_and_how_to_bring_each(tmp_path):
+    """The paper suite with no data in place: the jobs are listed, and one line on stderr names each absent dataset
+    with its command."""
+    import os
+
+    env = {**os.environ, "DMP_DATA_DIR": str(tmp_path / "no_data")}
+    proc = hang_guard.run([*SNAKEMAKE, "-n", "all_tables", "--quiet", "rules"], cwd=ROOT, env=env, quiet=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("Datasets not in place here")]
+    assert len(lines) == 1, proc.stderr
+    for name in ("office31", "officehome", "imageclef", "visda2017"):
+        assert f"{name} (python -m dmp data fetch {name})" in lines[0]
+    assert job_counts(proc.stdout)["train"] == expected_train_jobs(load("config.yaml"))
+
+
 @pytest.mark.slow
 def test_bad_config_fails_the_workflow_before_any_job(tmp_path):
     cfg = load("demo.yaml")

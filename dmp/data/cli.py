@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 
 
@@ -68,14 +70,63 @@ def _size(text: str) -> int:
 
 
 def _presence(registry, spec) -> str:
-    """Whether the dataset's files are on this machine (where the pipeline reads them), for ``data list``."""
+    """Whether the dataset's files are on this machine (where the pipeline reads them), for ``data list``; where
+    they are not, the command that puts them there."""
     try:
         registry.require_dataset(spec)
     except registry.DatasetMissingError:
+        how = place_command(registry, spec)
         if spec.generated:
-            return "not generated (dmp data demo)"
-        return f"not fetched (dmp data fetch {spec.name})" if spec.archives or spec.kind == "images" else "not in place"
+            return f"not generated (dmp {how})"
+        if spec.archives or spec.kind == "images":
+            return f"not fetched (dmp {how})"
+        return f"not in place ({how})" if how else "not in place"
     return "data in place"
+
+
+def place_command(registry, spec) -> str:
+    """How a dataset's files get where the pipeline reads them, as the words after ``dmp`` (``data fetch NAME``,
+    ``data demo``), or for a features dataset that ``extract-features`` wrote, what makes it again (the options its
+    ``meta`` records); "" where only the user can place them."""
+    if spec.generated:
+        return "data demo"
+    if spec.archives or spec.kind == "images":
+        return f"data fetch {spec.name}"
+    meta = {key: json.loads(value) for key, value in spec.meta}
+    if spec.kind != "features" or not {"source_dataset", "backbone"} <= set(meta):
+        return ""
+    shared = _files_of(registry, spec)
+    if shared:  # a dataset.yaml that reads another features dataset's files (e.g. without their stored views)
+        return f"its files are {shared}'s: make that one"
+    options = [f"data extract-features {meta['source_dataset']} --out-name {spec.name} --backbone {meta['backbone']}"]
+    if meta.get("weights_path"):
+        options.append(f"--weights-path {meta['weights_path']}")
+    if meta.get("pretrained") is False:
+        options.append("--no-pretrained")
+    if meta.get("split", "full") != "full":
+        options.append(f"--split {meta['split']}")
+    transform = str(meta.get("transform", ""))
+    for key, default, pattern in (("resize", 256, r"Resize\(size=\((\d+)"), ("crop", 224, r"CenterCrop\(size=\((\d+)")):
+        found = re.search(pattern, transform)
+        value = meta.get(key, int(found.group(1)) if found else default)
+        if value != default:
+            options.append(f"--{key} {value}")
+    if meta.get("views"):
+        options.append(f"--views {meta['views']}")
+    if meta.get("trunk_stage"):
+        options.append(f"--trunk-stage {meta['trunk_stage']}")
+    elif meta.get("trunk") and not meta.get("views"):
+        options.append("--trunk")
+    yml = registry.dataset_dir(spec.name) / "dataset.yaml"  # extract-features never replaces a declaration
+    shown = yml if os.path.relpath(yml).startswith("..") else os.path.relpath(yml)
+    return f"make it: move {shown} aside, then dmp {' '.join(options)}"
+
+
+def _files_of(registry, spec) -> str:
+    """The other registered dataset whose own data folder (``datasets/<name>/data``) ``spec`` reads, or ""."""
+    root = registry.data_root(spec).resolve()
+    owners = [n for n in registry.dataset_names() if (registry.dataset_dir(n) / "data").resolve() == root]
+    return "" if spec.name in owners else next(iter(owners), "")
 
 
 def main(args) -> int:
@@ -110,15 +161,18 @@ def _run(args) -> int:
         if args.json:
             print(json.dumps([{**as_dict(s), "data": _presence(registry, s)} for s in specs]
                              + [{"name": n, "broken": why} for n, why in broken.items()], indent=2))
-        else:
+        else:  # columns as wide as their longest entry (the name at least 18), the title and presence last
+            rows = [(s.name, s.kind, f"{len(s.classes):3d} classes" if s.classes or not s.classes_from
+                     else f"classes from its {s.classes_from} (data not in place)",
+                     ", ".join(f"{d.name} ({d.short})" for d in s.domains),
+                     f"[{s.title}{f'; {s.release}' if s.release else ''}]  {_presence(registry, s)}") for s in specs]
+            width = [max([least, *(len(r[i]) for r in rows)]) for i, least in enumerate((18, 8, 0, 0))]
+            width[0] = max([width[0], *map(len, broken)])
             for n, why in broken.items():
-                print(f"{n:18s} BROKEN   {why}")
-            for s in specs:
-                doms = ", ".join(f"{d.name} ({d.short})" for d in s.domains)
-                about = s.title + (f"; {s.release}" if s.release else "")
-                classes = (f"{len(s.classes):3d} classes" if s.classes or not s.classes_from
-                           else f"classes from its {s.classes_from} (data not in place)")
-                print(f"{s.name:18s} {s.kind:8s} {classes}  {doms}  [{about}]  {_presence(registry, s)}")
+                print(f"{n:{width[0]}s} BROKEN   {why}")
+            for row in rows:
+                print(" ".join(f"{c:{w}s}" for c, w in zip(row[:2], width)) + " "
+                      + "  ".join(f"{c:{w}s}" for c, w in zip(row[2:4], width[2:])) + f"  {row[4]}")
     elif cmd == "fetch":
         root = fetch.fetch(args.name, verify_images=args.verify_images, retries=args.retries,
                            timeout=args.timeout, deadline=args.deadline, max_size=args.max_size)

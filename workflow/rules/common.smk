@@ -1,18 +1,15 @@
-# Shared state of the rules: the validated suite (dmp/suite.py) and the small helpers the rules call.
+# Shared state of the rules: the validated suite (dmp/suite.py, imported by the Snakefile as suite_lib) and the small helpers the rules call.
 # Shell commands: every path or value is formatted with Snakemake's `{...:q}` (shlex.quote; a list param quotes each
 # item), so a `results` folder with a space or a `;` is one word, never shell syntax.
 import os
 import sys
-
-sys.path.insert(0, workflow.basedir)
-from dmp import suite as suite_lib
 
 try:
     SUITE = suite_lib.Suite(config)
 except ValueError as err:  # a config error: its message alone (it names the key), no traceback
     raise WorkflowError(str(err)) from None
 RESULTS = SUITE.results
-TABLE_FILES = ("md", "tex", "comparison.md", "comparison.csv")
+TABLE_FILES = ("md", "tex", "comparison.md", "comparison.csv", "card.md", "card.tex")
 ENV = "../envs/dmp.yaml"
 
 
@@ -70,3 +67,22 @@ def data_inputs(wildcards):
     if wildcards.dataset == "demo" and config.get("demo_data", False):
         return [demo_data_dir(), SUITE.demo_weights()]
     return []
+
+
+def report_absent_data(runs):
+    """Once, on stderr, from the main Snakemake process (not the jobs' own calls on a cluster): the datasets of
+    ``runs`` whose files are not in place here, each with the command that brings it (a dry run still lists their
+    jobs; each would stop on the missing data). The demo that rule demo_data generates is no such dataset."""
+    from dmp.data import cli as data_cli
+
+    absent = []
+    for name in sorted({r.dataset for r in runs} - ({"demo"} if config.get("demo_data", False) else set())):
+        spec = SUITE.spec(name)
+        try:
+            SUITE.registry.require_dataset(spec)
+        except SUITE.registry.DatasetMissingError:
+            how = data_cli.place_command(SUITE.registry, spec) or "placed by hand: docs/datasets.md"
+            absent.append(f"{name} ({'python -m dmp ' if how.startswith('data ') else ''}{how})")
+    if absent and workflow.is_main_process:
+        print(f"Datasets not in place here (their jobs are listed, and would stop on the missing data): "
+              f"{'; '.join(absent)}", file=sys.stderr)
