@@ -12,6 +12,8 @@ import pytest
 from scripts_module import load_script
 from test_reliability_more import _one_line_error
 
+from dmp.cli import main as dmp_main
+
 
 # ----------------------------------------------------------------------------------------------- extract-features
 def _extract(tmp_path, monkeypatch, *options) -> list[str]:
@@ -179,3 +181,105 @@ def test_a_valid_record_reads_as_before(tmp_path):
     assert load_record(path)["accuracy"] == 61.5
     assert load_script("office31_report")._runs("runs/*/vanilla/*/*/G/full-full/seed*/metrics.json",
                                                  tmp_path)["accuracy"].tolist() == [61.5]
+
+
+# ----------------------------------------------------------------------------------------------- dataset.yaml
+FEATURES_YAML = """kind: features
+classes: [a, b]
+domains:
+  - {name: one, short: O, file: one.npz}
+  - {name: two, short: T, file: two.npz}
+"""
+
+
+def _declare(folder: Path, name: str, text: str) -> Path:
+    path = folder / name / "dataset.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("key, value", [("title", "[1, 2]"), ("title", "{a: 1}"), ("root", "[data]")])
+def test_a_title_or_root_that_is_not_text_names_the_file_and_the_key(tmp_path, monkeypatch, capsys, key, value):
+    """The bad declaration is named (file and key) in `data list`, which lists the other user dataset after it."""
+    labs = tmp_path / "lab"
+    bad = _declare(labs, "aaa_bad", FEATURES_YAML + f"{key}: {value}\n")
+    _declare(labs, "zzz_good", FEATURES_YAML + "title: fine\n")
+    monkeypatch.setenv("DMP_DATASETS_DIR", str(labs))
+    monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path / "data"))
+    from dmp.data import registry
+
+    with pytest.raises(ValueError) as exc:
+        registry.get_dataset("aaa_bad")
+    import yaml
+    assert str(exc.value) == f"{bad}: key {key!r} must be text, got {yaml.safe_load(value)!r}"
+    with pytest.raises(SystemExit) as done:
+        dmp_main(["data", "list"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("aaa_bad") and "BROKEN" in line and f"{bad}: key {key!r} must be text" in line
+               for line in out), out
+    assert any(line.startswith("zzz_good") and "[fine]" in line for line in out), out
+
+
+def test_an_explicit_root_wins_over_dmp_data_dir(tmp_path, monkeypatch):
+    """`root:` in the dataset.yaml (relative to it) is where the files are read, DMP_DATA_DIR set or not; a
+    declaration without one is placed by DMP_DATA_DIR as before."""
+    from dmp.data import registry
+
+    labs = tmp_path / "lab"
+    _declare(labs, "rooted", FEATURES_YAML + "root: ../../features\n")
+    _declare(labs, "unrooted", FEATURES_YAML)
+    monkeypatch.setenv("DMP_DATASETS_DIR", str(labs))
+    monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path / "env"))
+    assert registry.data_root(registry.get_dataset("rooted")) == (tmp_path / "features").resolve()
+    assert registry.data_root(registry.get_dataset("unrooted")) == (tmp_path / "env" / "unrooted").resolve()
+    monkeypatch.delenv("DMP_DATA_DIR")
+    assert registry.data_root(registry.get_dataset("rooted")) == (tmp_path / "features").resolve()
+    assert registry.data_root(registry.get_dataset("unrooted")) == (labs / "unrooted" / "data").resolve()
+
+
+def test_an_explicit_root_s_data_is_read_with_dmp_data_dir_set(tmp_path, monkeypatch):
+    """The features under the declared root load (the values written), where DMP_DATA_DIR/<name> holds nothing."""
+    import numpy as np
+
+    from dmp.data import registry, splits
+
+    labs = tmp_path / "lab"
+    _declare(labs, "rooted", FEATURES_YAML + "root: /" + str((tmp_path / "features").resolve()).lstrip("/") + "\n")
+    for i, dom in enumerate(("one", "two")):
+        (tmp_path / "features").mkdir(exist_ok=True)
+        np.savez(tmp_path / "features" / f"{dom}.npz", X=np.full((2, 3), i + 0.5, np.float32), y=np.array([0, 1]))
+    monkeypatch.setenv("DMP_DATASETS_DIR", str(labs))
+    monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path / "env"))
+    x, y = splits.load_arrays(registry.get_dataset("rooted"), "two")
+    assert x.tolist() == [[1.5] * 3] * 2 and y.tolist() == [0, 1]
+
+
+# ----------------------------------------------------------------------------------------------- figures
+def test_a_non_number_in_a_convergence_log_names_the_file_and_line(tmp_path, capsys):
+    """The fixture runs of tests/data/figures with one value of seed 0's log.csv (data line 2, file line 3)
+    replaced by 'x': `dmp figures build convergence` stops with one line naming that file and line."""
+    import shutil
+
+    from dmp.figures.cli import figure_config_json
+
+    pytest.importorskip("matplotlib")
+    import yaml
+    fixture = Path(__file__).resolve().parent / "data" / "figures"
+    shutil.copytree(fixture / "runs" / "office31", tmp_path / "runs" / "office31")
+    log = tmp_path / "runs/office31/vanilla/A-W/dmp/G/full-full/log_accuracy_every=20/seed0/log.csv"
+    lines = log.read_text().splitlines()
+    head, row = lines[0].split(","), lines[2].split(",")
+    row[head.index("loss")] = "x"
+    log.write_text("\n".join([*lines[:2], ",".join(row), *lines[3:]]) + "\n")
+    config = yaml.safe_load((fixture / "figures_config.yaml").read_text())
+    err = _one_line_error(capsys, ["figures", "build", "convergence", "--config-json",
+                                   figure_config_json(config, "convergence"), "--results", str(tmp_path),
+                                   "--out", str(tmp_path / "out")])
+    assert err == f"error: {log} line 3: loss 'x' is not a number"
+    log.write_text("\n".join([*lines[:2], ",".join(lines[2].split(",")[:-1]), *lines[3:]]) + "\n")
+    err = _one_line_error(capsys, ["figures", "build", "convergence", "--config-json",
+                                   figure_config_json(config, "convergence"), "--results", str(tmp_path),
+                                   "--out", str(tmp_path / "out")])
+    assert err == f"error: {log} line 3: another number of values than the header's columns"

@@ -111,8 +111,12 @@ def dataset_dir(name: str) -> Path:
 
 
 def data_root(spec: DatasetSpec) -> Path:
-    """Where the dataset's files live: ``$DMP_DATA_DIR/<name>`` if DMP_DATA_DIR is set, else the entry's
-    ``default_root`` (relative to the project) if it has one, else ``datasets/<name>/data``."""
+    """Where the dataset's files live: the ``root:`` its dataset.yaml names, if it names one (an explicit root wins
+    over the environment: the declaration says where its files are, and ``extract-features`` writes the root it
+    wrote them to); else ``$DMP_DATA_DIR/<name>`` if DMP_DATA_DIR is set, else the entry's ``default_root``
+    (relative to the project) if it has one, else ``datasets/<name>/data``."""
+    if spec.root_declared:
+        return Path(spec.default_root)
     env = os.environ.get("DMP_DATA_DIR")
     if env:
         return Path(env).expanduser().resolve() / spec.name

@@ -88,7 +88,9 @@ class DatasetSpec:
     whose dataset.yaml lists no classes): "folders" (the sorted class folder names) or "lists" (each label's
     folder in the label lists), read from the data by :func:`dmp.data.registry.get_dataset`, which also turns
     ``partial_names`` (partial-target classes given by name) into ``partial_classes``. ``cache_images``:
-    keep the decoded, resized images in memory during a run (small datasets). ``eval_lists`` (list layout):
+    keep the decoded, resized images in memory during a run (small datasets). ``root_declared``: the dataset.yaml
+    names its ``root:`` (``default_root``), which then wins over ``DMP_DATA_DIR``
+    (:func:`dmp.data.registry.data_root`). ``eval_lists`` (list layout):
     ``(domain, path)`` of the label lists, also in ``label_lists``, that hold a domain's evaluation images
     (DomainNet's ``<domain>_test.txt``): such a domain is trained and adapted on its other lists and, as the
     target, scored on these (:func:`dmp.data.splits.run_lists`); every other domain is scored on the images it
@@ -118,6 +120,7 @@ class DatasetSpec:
     list_paths: str = "in_folder"
     cache_images: bool = False
     eval_lists: tuple[tuple[str, str], ...] = ()
+    root_declared: bool = False
 
     def domain(self, name: str) -> Domain:
         """The domain called ``name`` (config id) or with paper letter ``name``."""
@@ -223,12 +226,16 @@ def _spec(raw, path: Path) -> DatasetSpec:
     if len(set(classes)) != len(classes):
         twice = sorted(c for c in set(classes) if classes.count(c) > 1)
         raise ValueError(f"key 'classes' names a class twice: {', '.join(twice)}")
-    root = (path.parent / str(raw.get("root", "data"))).resolve()
+    for key in ("title", "root"):  # text: a title is printed (data list), a root is a path
+        if key in raw and not isinstance(raw[key], str):
+            raise ValueError(f"key {key!r} must be text, got {raw[key]!r}")
+    root = (path.parent / raw.get("root", "data")).resolve()
     if not isinstance(raw.get("meta") or {}, dict):
         raise ValueError(f"key 'meta' must be a mapping of name: value, got {raw['meta']!r}")
     meta = tuple((str(k), json.dumps(v, sort_keys=True)) for k, v in sorted((raw.get("meta") or {}).items()))
     partial = _names(raw.get("partial_classes") or (), "partial_classes")
     common = dict(name=path.parent.name, kind=kind, classes=classes, default_root=str(root), meta=meta,
+                  root_declared="root" in raw,
                   partial_classes=partial_indices(partial, classes) if classes else ())
     if kind != "images":
         domains = tuple(Domain(str(d["name"]), str(d.get("short", d["name"])), d["file"],

@@ -1,6 +1,7 @@
 """Reading the runs behind a figure: ``metrics.json`` (checked as the tables check it: a finished run of the run
 the figure expects, including a variant's trainer settings), ``features.npz`` and ``log.csv``.  Nothing here
-raises for a missing or unusable run: it returns None and records a note, and the figure shows a gap."""
+raises for a missing or unusable run: it returns None and records a note, and the figure shows a gap; a log.csv
+with a row that is not all numbers is refused naming its file and line (:meth:`RunReader.log`)."""
 from __future__ import annotations
 
 import csv
@@ -18,6 +19,18 @@ def rel(run: Run) -> str:
     if run.seed is None:
         return run.with_seed(0).folder("")[1:-len("seed0")] + "seed*"
     return run.folder("")[1:]
+
+
+def _log_problem(row: dict) -> str | None:
+    """Why a log.csv row (csv.DictReader's: extra values under None, missing ones None) is not all numbers."""
+    if None in row or None in row.values():
+        return "another number of values than the header's columns"
+    for key, value in row.items():
+        try:
+            float(value)
+        except ValueError:
+            return f"{key} {value!r} is not a number"
+    return None
 
 
 class RunReader:
@@ -66,13 +79,22 @@ class RunReader:
             return None
 
     def log(self, run: Run) -> list[dict] | None:
-        """log.csv rows (iteration and loss terms as floats) of a finished run, else None (noted)."""
+        """log.csv rows (iteration and loss terms as floats) of a finished run, else None (noted). A row that is
+        not all numbers (a value that is no number, or another number of values than the header's) is no gap to
+        leave: ValueError names the file and line (the trainer writes only numbers there)."""
         path = Path(run.folder(self.results)) / "log.csv"
         if not path.exists():
             self._note(run, "finished, but no log.csv")
             return None
+        rows = []
         with open(path, newline="") as fh:
-            return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+            reader = csv.DictReader(fh)
+            for row in reader:
+                bad = _log_problem(row)
+                if bad:
+                    raise ValueError(f"{path} line {reader.line_num}: {bad}")
+                rows.append({k: float(v) for k, v in row.items()})
+        return rows
 
     def note_lines(self) -> list[str]:
         return [f"{path}: {why}" for path, why in sorted(self.notes.items())]
