@@ -49,19 +49,44 @@ def _train(args):
 
 
 def _train_on_device(args):
-    from .config import ConfigError
+    from pathlib import Path
+
+    from .config import ConfigError, resolve
     from .train import train
 
     user = user_config(args)
+    if user.get("weights_path") is not None:  # its file is there, before any work (and before --out is made)
+        resolve(user, check_files=True)
     if user.get("device") == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             raise ConfigError("device=cuda, but torch finds no usable CUDA GPU here (torch.cuda.is_available() is "
                               "False): use device=cpu, or device=auto to take a GPU only where there is one")
-    metrics = train(user, args.out, progress=not args.quiet)
+    new = not Path(args.out).exists()
+    try:
+        metrics = train(user, args.out, progress=not args.quiet)
+    except BaseException:
+        if new:  # refused before it wrote anything (the data not in place, ...): no folder of only the lock file
+            _drop_lock_only_folder(Path(args.out))
+        raise
     print(f"{args.out}: target accuracy {metrics['accuracy']:.2f} %, "
           f"mean class accuracy {metrics['mean_class_accuracy']:.2f} %")
+
+
+def _drop_lock_only_folder(out) -> None:
+    """Remove ``out`` where it holds nothing but the run folder's lock file (this process's refused run), under
+    that lock: a process opening it now is refused as it would be by a run in progress."""
+    from .run_lock import LOCK_FILE, run_lock
+
+    try:
+        if [p.name for p in out.iterdir()] != [LOCK_FILE]:
+            return
+        with run_lock(out):
+            (out / LOCK_FILE).unlink()
+        out.rmdir()
+    except (OSError, ValueError):  # another process holds it now (RunFolderBusy), or not ours to remove: kept
+        pass
 
 
 def _config(args):
@@ -71,7 +96,7 @@ def _config(args):
         print(describe())
         return
     import yaml
-    cfg = resolve(user_config(args))
+    cfg = resolve(user_config(args), check_files=True)
     if args.schedule:
         import json
 

@@ -7,6 +7,7 @@ package, so each entry point calls its own main without going through another.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -64,9 +65,13 @@ def error_message(exc: BaseException) -> str:
 
 def run_command(func, args, debug: bool = False):
     """``sys.exit(func(args))``; an exception becomes ``error: <one line>`` and exit status 2 (the traceback only
-    with ``debug``)."""
+    with ``debug``); output cut short by its reader (a closed pipe) ends quietly with status 0."""
     try:
         code = func(args)
+        sys.stdout.flush()  # a reader that stopped early (`dmp config --show | head -1`) is found here, not at exit
+    except BrokenPipeError:  # the reader has what it wanted: no error, and nothing more to write
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (the exit's own flush must not fail)
+        sys.exit(0)
     except Exception as exc:
         if debug:
             raise

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from typing import Any
 
 import yaml
@@ -353,11 +354,13 @@ def value_problem(param: Param, value, written=None) -> str | None:
     return None if ok else f"= {short_repr(shown)} is invalid: expected {param.expect}"
 
 
-def resolve(user: dict[str, Any]) -> dict[str, Any]:
+def resolve(user: dict[str, Any], check_files: bool = False) -> dict[str, Any]:
     """Merge defaults, the paper preset and the user's values; validate; return the full config.
 
     The config holds the keys of :data:`PARAMS` and the method-scoped keys of the run's method (its own and those
-    it ``uses``, dmp/methods/); a key of another method is refused, naming the methods it belongs to."""
+    it ``uses``, dmp/methods/); a key of another method is refused, naming the methods it belongs to.
+    ``check_files``: also that ``weights_path`` names a file here (``dmp train`` and ``dmp config``, before any work;
+    the suite plans runs whose weights file a rule writes first)."""
     method = methods.get(_coerce(user.get("method", PARAMS["method"].default)))
     scoped = methods.scoped_params(method.name)
     scope = {**PARAMS, **scoped}
@@ -397,6 +400,11 @@ def resolve(user: dict[str, Any]) -> dict[str, Any]:
     if cfg["weights_path"] and cfg["backbone"] == "identity":
         raise ConfigError(f"config key 'weights_path' = {short_repr(cfg['weights_path'])}: the identity backbone "
                           "(feature vectors) has no weights to load; drop weights_path or choose a CNN backbone")
+    if check_files and cfg["weights_path"] and not os.path.isfile(cfg["weights_path"]):
+        what = "a folder, not a weights file" if os.path.isdir(cfg["weights_path"]) else "no such file"
+        raise ConfigError(f"config key 'weights_path' = {short_repr(cfg['weights_path'])}: {what} (a path relative "
+                          f"to the current folder, or absolute); give the backbone's weights file, or drop "
+                          f"weights_path for its ImageNet weights")
     return cfg
 
 

@@ -293,7 +293,8 @@ class Suite:
     def validate_training(self):
         """Check the trainer settings before any job runs: every key of ``train:`` and ``overrides[].set`` against
         the trainer's registry (dmp/config.py), then the config each run of the tables would train with (what
-        ``python -m dmp train`` will resolve, and ``k`` <= the dataset's classes).  Errors name the config key."""
+        ``python -m dmp train`` will resolve, its weights file included, and ``k`` <= the dataset's classes).  Errors
+        name the config key."""
         from .config import ConfigError, check_values, parse_overrides, resolve
 
         sections = [("train", self.config.get("train") or {})] + [
@@ -306,8 +307,9 @@ class Suite:
                                   f"`overrides`")
             check_values(values, f"config {where}")
         for run in sorted({r.with_seed(self.seeds[0]) for r in self.all_runs()}):
-            try:
-                cfg = resolve(parse_overrides(self.train_args(run)))
+            user = parse_overrides(self.train_args(run))
+            try:  # a weights file is checked unless it is the demo's, which rule demo_weights writes first
+                cfg = resolve(user, check_files=user.get("weights_path") != self.demo_weights())
             except ConfigError as err:
                 where = " and ".join(w for w, _ in self._layers(run))
                 raise ConfigError(f"config {where}, run {run.folder(self.results)}: {err}") from None

@@ -139,6 +139,8 @@ def main(args) -> int:
 
     try:
         return _run(args)
+    except BrokenPipeError:  # `dmp data list | head -1`: ended quietly by the command's runner (dmp/commands.py)
+        raise
     except Exception as exc:  # noqa: BLE001 (every error is one line, as every other command's)
         print(f"error: {exc if isinstance(exc, FetchError) else error_message(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
