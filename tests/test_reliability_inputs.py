@@ -234,6 +234,12 @@ def test_an_explicit_root_wins_over_dmp_data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path / "env"))
     assert registry.data_root(registry.get_dataset("rooted")) == (tmp_path / "features").resolve()
     assert registry.data_root(registry.get_dataset("unrooted")) == (tmp_path / "env" / "unrooted").resolve()
+    with pytest.raises(registry.DatasetMissingError) as missing:  # the advice: the root, not DMP_DATA_DIR
+        registry.require_dataset(registry.get_dataset("rooted"))
+    assert str(missing.value) == (
+        f"dataset 'rooted' is not in place: missing {(tmp_path / 'features' / 'one.npz').resolve()} (domain one), "
+        f"{(tmp_path / 'features' / 'two.npz').resolve()} (domain two). Place the files there, or change the root: "
+        f"of {labs / 'rooted' / 'dataset.yaml'} (it wins over DMP_DATA_DIR) (each domain's file: one.npz, two.npz).")
     monkeypatch.delenv("DMP_DATA_DIR")
     assert registry.data_root(registry.get_dataset("rooted")) == (tmp_path / "features").resolve()
     assert registry.data_root(registry.get_dataset("unrooted")) == (labs / "unrooted" / "data").resolve()

@@ -185,7 +185,9 @@ def require_dataset(spec: DatasetSpec) -> Path:
         return root
     what = ", ".join(f"{root / d.folder} (domain {d.name})" for d in missing)
     if spec.kind != "images":
-        how = (f"Place the files there, or point DMP_DATA_DIR at a folder holding {name}/ "
+        elsewhere = (f"change the root: of {dataset_dir(name) / 'dataset.yaml'} (it wins over DMP_DATA_DIR)"
+                     if spec.root_declared else f"point DMP_DATA_DIR at a folder holding {name}/")
+        how = (f"Place the files there, or {elsewhere} "
                f"(each domain's file: {', '.join(d.folder for d in spec.domains)}).")
         if spec.archives:
             how = f"Fetch them with `python -m dmp data fetch {name}`. Or: {how[0].lower()}{how[1:]}"
