@@ -131,3 +131,53 @@ def test_readme_gives_pip_install_and_the_dmp_command():
     assert "dmp --help" in README and "dmp train --out" in README
     assert [h for h in re.findall(r"^## (.*)$", README, re.M)][:3] == [
         "The two commands", "The paper suite in three steps", "Evidence"]
+
+
+# Words about the project's own history (which machine, which session, what the code did before): a reader of the
+# documents and the code needs what holds, not how it came about. "used to" counts in its past-habit sense ("they
+# used to stay"), not as the passive "is used to weight" or the participle ", used to choose".
+HISTORY_WORDS = r"lent GPU|\bnext lease\b|\bleases?\b|machine still warm|our machines|reachable here|\bused to\b"
+PASSIVE = {"is", "are", "was", "were", "be", "been", "being", "not", "never"}
+# Left out: the measurement logs, partly written by scripts (docs/evidence.md, docs/benchmarks.md); and, for now,
+# the files another change is rewriting (README.md, config/office31_lite.yaml, config/office31_lite_t128.yaml and
+# dmp/train/trainer.py, whose "as every step used to" goes with it).
+HISTORY_EXEMPT = {"docs/evidence.md", "docs/benchmarks.md", "config/office31_lite.yaml",
+                  "config/office31_lite_t128.yaml", "dmp/train/trainer.py"}
+
+
+def history_words(text: str) -> list[str]:
+    """The history words of ``text`` (a passive or participle "used to" aside)."""
+    found = []
+    for match in re.finditer(HISTORY_WORDS, text, re.I):
+        before = text[:match.start()].rstrip()
+        if match.group(0).lower() == "used to" and (before.endswith(",") or (before.split() or [""])[-1].lower()
+                                                      in PASSIVE):
+            continue
+        found.append(match.group(0))
+    return found
+
+
+def test_the_history_word_pattern():
+    assert history_words("a lent GPU; the next lease; leases; machine still warm; our machines; reachable here; "
+                         "they used to stay") == ["lent GPU", "next lease", "leases", "machine still warm",
+                                                  "our machines", "reachable here", "used to"]
+    assert history_words("the 2017 release; the predictions are used to weight; never\nused to select; indices, "
+                         "used to choose") == []
+
+
+def test_no_history_words_in_the_docs_the_configs_and_the_code():
+    files = [*DOCS, *sorted((ROOT / "config").rglob("*.yaml")), *sorted((ROOT / "dmp").rglob("*.py"))]
+    found = {rel: hits for path in files if (rel := str(path.relative_to(ROOT))) not in HISTORY_EXEMPT
+             and (hits := history_words(path.read_text(errors="replace")))}
+    assert found == {}
+
+
+def test_the_docs_index_names_every_page_and_the_terms():
+    index = (ROOT / "docs" / "README.md").read_text()
+    assert {p.name for p in DOCS if p.name != "README.md"} == set(re.findall(r"\]\(([a-z]+\.md)\)", index))
+    defined = set()  # the first column of the glossary ("trunk / head" defines both)
+    for term in re.findall(r"^\| ([^|]+?) \|", _section(index, "Terms"), re.M):
+        defined |= {term, *term.split(" / ")}
+    wanted = {"partial setting", "intra-class term", "warm-up", "head", "trunk", "views", "stages 5-6", "CPU form",
+              "BatchNorm mode", "anchors", "source / target split", "frozen probe"}
+    assert wanted - defined == set()
