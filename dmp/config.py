@@ -380,6 +380,11 @@ def resolve(user: dict[str, Any], check_files: bool = False) -> dict[str, Any]:
         cfg.update({k: v for k, v in _preset(user.get("dataset"), user.get("setting", cfg["setting"])).items()
                     if k in scope})
     cfg.update({k: _coerce(v) for k, v in user.items()})
+    for key, value in method.fixed.items():  # what the method is defined by (a frozen probe's lr multiplier)
+        if key in user and spelled(scope[key], _as_float(_coerce(user[key]))) != value:
+            raise ConfigError(f"config key {key!r} = {short_repr(user[key])}: method {method.name!r} is defined by "
+                              f"{key} = {value} (drop {key}, or choose another method)")
+        cfg[key] = value
     floats = [k for k, p in scoped.items() if isinstance(p.default, float)]
     for key in (*FLOAT_KEYS, *floats):
         cfg[key] = _as_float(cfg[key])

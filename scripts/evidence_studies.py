@@ -41,7 +41,7 @@ PROTOTYPE_TASKS = [("demo_pixels", ("outline", "blurry")), ("demo_pixels", ("sol
                    ("demo", ("solid", "outline")), ("demo", ("solid", "noisy")),
                    ("office_caltech10", ("amazon", "webcam")), ("mnist_usps", ("mnist", "usps")),
                    ("mnist_usps", ("usps", "mnist")),
-                   # Office-31's deeper CPU form (config/office31_lite.yaml), where L_DS adds less than in the paper
+                   # Office-31's deeper CPU form (config/office31_lite_t128.yaml), where L_DS adds less than in the paper
                    ("office31_lite0_s5v20_t128", ("webcam", "amazon")),
                    ("office31_lite0_s5v20_t128", ("dslr", "amazon"))]
 SHORT = {"amazon": "A", "dslr": "D", "webcam": "W", "mnist": "M", "usps": "U", "solid": "S", "outline": "O",

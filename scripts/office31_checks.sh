@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks of the Office-31 tables (config/office31_lite.yaml), on the same stored trunk, tasks, seeds and preset, one
+# Checks of the Office-31 tables (config/office31_lite_t128.yaml), on the same stored trunk, tasks, seeds and preset, one
 # setting changed:
 #   pada_ce_code: partial, PADA with the official code's weighted cross-entropy (pada_ce=code) beside the suite's
 #                 PADA (pada_ce=paper, the paper's objective);

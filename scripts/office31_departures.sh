@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The departures of config/office31_lite.yaml from the paper's protocol, each measured on A->W with source-only and
+# The departures of config/office31_lite_t128.yaml from the paper's protocol, each measured on A->W with source-only and
 # DMP (3 seeds): runs under results/office31_lite/departures/<departure>/A-W/<method>/seed<k>/ (metrics.json: config,
 # seed, git commit, dataset version), tabled by scripts/office31_report.py in docs/evidence.md.
-# Needs the trunk datasets of the study (config/office31_lite.yaml's header) and, for no_views_224:
+# Needs the trunk datasets of the study (config/office31_lite_t128.yaml's header) and, for no_views_224:
 #   python -m dmp data extract-features office31 --out-name office31_lite0_t224 --backbone efficientnet_lite0 \
 #       --resize 256 --crop 224 --trunk
 # and, for stages_5_on (the trunk stored before stage 5 of the blocks, whose stages 5-6 are fine-tuned with the head):
 #   python -m dmp data extract-features office31 --out-name office31_lite0_s5_t128 --backbone efficientnet_lite0 \
 #       --resize 146 --crop 128 --views 4 --trunk-stage 5
 # and, for stages_5_on_v20 (the same with 20 stored crops per image, each drawn about twice in 40 epochs; its runs go
-# where the suite puts them, results/office31_lite/runs/office31_lite0_s5v20_t128/, as config/office31_lite.yaml
+# where the suite puts them, results/office31_lite/runs/office31_lite0_s5v20_t128/, as config/office31_lite_t128.yaml
 # tables this form too):
 #   python -m dmp data extract-features office31 --out-name office31_lite0_s5v20_t128 --backbone efficientnet_lite0 \
 #       --resize 146 --crop 128 --views 20 --trunk-stage 5
@@ -67,7 +67,7 @@ run() {
   local method seed
   for kv in "$@"; do case $kv in method=*) method=${kv#method=};; seed=*) seed=${kv#seed=};; esac; done
   local out=$OUT/$name/$task/$method/seed$seed
-  # the deeper form is the second block of config/office31_lite.yaml's vanilla table: its runs are the suite's
+  # the deeper form is the second block of config/office31_lite_t128.yaml's vanilla table: its runs are the suite's
   [ "$name" = stages_5_on_v20 ] && out=$RUNS/office31_lite0_s5v20_t128/vanilla/$task/$method/G/full-full/seed$seed
   [ -f "$out/metrics.json" ] && return 0
   "$PY" -m dmp train --out "$out" source="$(domain "${task%-*}")" target="$(domain "${task#*-}")" setting=vanilla \

@@ -1,4 +1,4 @@
-"""The Office-31 study on the real images (config/office31_lite.yaml) as a section of docs/evidence.md: our table
+"""The Office-31 study on the real images (config/office31_lite_t128.yaml) as a section of docs/evidence.md: our table
 beside the paper's (dmp/tables/reported_results.csv, labelled reported), each method's gain over source-only beside
 the paper's gain, and the measured effect of each departure from the paper's protocol on one task.
 
@@ -28,7 +28,7 @@ STUDY = ROOT / "results" / "office31_lite"
 STUDY_DATASET = "office31_lite0_t128"
 """The study's head-only form: the trunk stored before the head (4 crops + flips per image)."""
 DEEPER_DATASET = "office31_lite0_s5v20_t128"
-"""The deeper form's data: the trunk stored before stage 5 (20 crops + flips per image); config/office31_lite.yaml's
+"""The deeper form's data: the trunk stored before stage 5 (20 crops + flips per image); config/office31_lite_t128.yaml's
 second vanilla block, so the suite trains and tables its runs like the study's."""
 SUITE_RUNS = "runs/{}/vanilla/*/*/G/full-full/seed*/metrics.json"
 TASKS = ["A->W", "D->W", "W->D", "A->D", "D->A", "W->A"]
@@ -286,8 +286,8 @@ def section() -> list[str]:
     table, avgs = study_table(runs, paper)
     lines = ["## Office-31, real images, EfficientNet-Lite0 head fine-tuned", "",
              "The paper's own tasks on the 4,110 real Office-31 images with an ImageNet-pretrained backbone, run "
-             "through the suite (config/office31_lite.yaml: `snakemake --cores 2 "
-             "all_tables --configfile config/office31_lite.yaml`; tables in `results/office31_lite/tables/`): "
+             "through the suite (config/office31_lite_t128.yaml: `snakemake --cores 2 "
+             "all_tables --configfile config/office31_lite_t128.yaml`; tables in `results/office31_lite/tables/`): "
              "EfficientNet-Lite0 with its ImageNet weights, Office-31's preset for every task and method (Adam 2e-4, "
              "batch 50, lambda1 10, lambda2 5e3, 40 epochs of the source, the intra-class term from epoch 15, anchors "
              "every epoch, the backbone at 0.1x lr), the last iterate, no target label for any choice. The CPU form: "
@@ -333,7 +333,7 @@ def deeper_section(dep: pd.DataFrame, paper: pd.DataFrame, vanilla: dict, study:
         gains = gain_table(avgs, paper, DEEPER_METHODS)
         lines += [f"The departure `{DEEPER}` (the last row above) on every task, seed{'s' if len(seeds) > 1 else ''} "
                   f"{', '.join(map(str, seeds))}, the same preset and schedule, run through the suite: the dataset "
-                  f"`{DEEPER_DATASET}` is the second block of config/office31_lite.yaml's vanilla table (its table "
+                  f"`{DEEPER_DATASET}` is the second block of config/office31_lite_t128.yaml's vanilla table (its table "
                   "in `results/office31_lite/tables/vanilla.md`, where a run still missing prints as a dash). "
                   + _provenance(runs), "", *table, "",
                   *(["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""] if gains else []),
@@ -1104,7 +1104,7 @@ def partial_section(vanilla: dict | None = None) -> list[str]:
     lines = [PARTIAL_HEADING, "",
              "The same stored trunk, the paper's partial protocol: all 31 source classes, the target's images of the 10 "
              "classes Office-31 shares with Caltech-256 (the `partial` split), the paper's partial preset (lambda2 1, "
-             "the class-weighted intra-class term), the same schedule and model (config/office31_lite.yaml, table "
+             "the class-weighted intra-class term), the same schedule and model (config/office31_lite_t128.yaml, table "
              "`partial`). ETN has no Office-31 row in the paper's table. " + _provenance(runs), "", *table, ""]
     if gains:
         lines += ["Gains over source-only (Avg of the 6 tasks, per seed):", "", *gains, ""]

@@ -42,7 +42,7 @@ def log(folder):
 # ---------------------------------------------------------------------------------------------- names
 def test_names_in_registration_order_source_only_and_dmp_first():
     names = methods.names()
-    assert names[:6] == ("source_only", "source_only_bn", "dmp", "dmp_no_al", "dmp_no_ds", "dmp_ent")
+    assert names[:7] == ("source_only", "source_only_bn", "frozen_probe", "dmp", "dmp_no_al", "dmp_no_ds", "dmp_ent")
     assert len(set(names)) == len(names)
     assert all(isinstance(methods.get(n), Method) and methods.get(n).name == n for n in names)
 
@@ -51,7 +51,7 @@ def test_unknown_method_is_refused_with_the_closest_names_before_any_work():
     with pytest.raises(ConfigError, match=r"'method' = 'dmp_nal' is not a registered method \(did you mean "
                                           r"'dmp_no_al'"):
         resolve(tiny("dmp_nal"))
-    with pytest.raises(ConfigError, match="registered: source_only, source_only_bn, dmp"):
+    with pytest.raises(ConfigError, match="registered: source_only, source_only_bn, frozen_probe, dmp"):
         methods.get("nothing_like_it")
 
 

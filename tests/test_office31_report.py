@@ -475,7 +475,7 @@ def test_the_frozen_every_layer_form_is_read_on_its_own_tasks_where_it_ran_more(
 
 
 def test_every_committed_run_of_the_study_is_a_result_of_its_config(monkeypatch):
-    """The committed runs under config/office31_lite.yaml's results folder (the head-only and the deeper form, some
+    """The committed runs under config/office31_lite_t128.yaml's results folder (the head-only and the deeper form, some
     trained by ``scripts/office31_departures.sh`` rather than Snakemake) each record the config the suite would pass
     for its cell, so the tables take them and Snakemake retrains none of them."""
     import os
@@ -487,10 +487,10 @@ def test_every_committed_run_of_the_study_is_a_result_of_its_config(monkeypatch)
 
     root = Path(__file__).resolve().parents[1]
     monkeypatch.chdir(root)                                  # the config's results folder is relative to the project
-    suite = Suite(yaml.safe_load((root / "config" / "office31_lite.yaml").read_text()))
+    suite = Suite(yaml.safe_load((root / "config" / "office31_lite_t128.yaml").read_text()))
     done = [run for run in suite.all_runs() if os.path.exists(run.metrics_path(suite.results))]
     if not done:
-        pytest.skip("no committed runs of config/office31_lite.yaml")
+        pytest.skip("no committed runs of config/office31_lite_t128.yaml")
     assert {run.dataset for run in done} == {"office31_lite0_t128", "office31_lite0_s5v20_t128"}
     assert [(run, why) for run in done if (why := suite.unjustified(run))] == []
 

@@ -1,4 +1,4 @@
-"""Issue 53's input cases: every bad input is one line naming the option, file, key or line, before any work.
+"""Every bad input is one line naming the option, file, key or line, before any work.
 
 ``extract-features`` options checked before the weights load (the memory of ``--views`` computed by hand), run
 records read by the research reports with the checks ``dmp tables`` applies, a dataset.yaml whose title is not

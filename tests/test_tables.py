@@ -525,3 +525,56 @@ def test_weights_file_replaced_at_the_same_path_is_not_the_run_s_weights(tmp_pat
     unrecorded = {**recorded, "weights_sha256": None}
     (tmp_path / "metrics.json").write_text(json.dumps(unrecorded))
     assert read_metrics(tmp_path / "metrics.json", expected, [("accuracy",)])[1] is None
+
+
+def test_gains_and_error_shares_are_measured_from_each_blocks_own_source_only():
+    """Hand-computed: two blocks of one paper dataset with different source-only Means (70.0 and 50.0); DMP at 85.0
+    and 60.0 gains +15.0 (half of source-only's 30 errors) and +10.0 (a fifth of 50); the paper's 76.1 -> 87.4 is
+    +11.3, 47.3 % of its errors. A per-task column and a time cell are not Means of accuracy and are left out."""
+    from dmp.tables.render import gains, gains_markdown
+
+    rows = []
+    for block, so, dmp in (("b1", 70.0, 85.0), ("b2", 50.0, 60.0)):
+        for row, ours, paper in (("source_only", so, 76.1), ("dmp", dmp, 87.4), ("frozen_probe", so + 1, None)):
+            rows.append({"dataset": "office31", "block": block, "setting": "vanilla", "row": row, "column": "Mean",
+                         "unit": "%", "ours": ours, "paper": paper})
+        rows.append({"dataset": "office31", "block": block, "setting": "vanilla", "row": "dmp", "column": "A->W",
+                     "unit": "%", "ours": 1.0, "paper": 2.0})
+    g = gains(pd.DataFrame(rows))
+    dmp = g[g["row"] == "dmp"].set_index("block")
+    assert list(dmp["gain_ours"]) == pytest.approx([15.0, 10.0])
+    assert list(dmp["errors_removed_ours"]) == pytest.approx([50.0, 20.0])
+    assert list(dmp["gain_paper"]) == pytest.approx([11.3, 11.3])
+    assert dmp["errors_removed_paper"].iloc[0] == pytest.approx(100 * 11.3 / 23.9)
+    assert dmp.loc["b1", "diff"] == pytest.approx(-2.4)
+    probe = g[g["row"] == "frozen_probe"]
+    assert list(probe["gain_ours"]) == pytest.approx([1.0, 1.0]) and probe["gain_paper"].isna().all()
+    text = "\n".join(gains_markdown(g, "vanilla"))
+    line = next(l for l in text.splitlines() if l.startswith("| b1") and "| DMP " in l)
+    assert [c.strip() for c in line.strip("|").split("|")][3:] == ["85.0", "87.4", "-2.4", "+15.0", "+11.3",
+                                                                   "+50.0 %", "+47.3 %"]
+
+
+def test_report_card_verdicts_and_intervals_are_the_stated_ones():
+    """Hand-computed: 3 seeds with sample std 1.0 give a 95 % half-width t(0.975, 2) / sqrt(3) = 4.3027 / 1.7321 =
+    2.484; a vanilla cell 2.0 points off is reproduced, 2.1 is not; a partial cell 2.9 off is (tolerance 3);
+    no run, no paper number and a time cell each get their own verdict and are counted as the summary says."""
+    from dmp.tables.card import card, card_markdown
+
+    comp = pd.DataFrame([
+        # block, setting, row, column, unit, ours, ours_std, seeds, paper, paper_std, diff
+        ("b", "vanilla", "dmp", "A->W", "%", 91.0, 1.0, 3, 93.0, 0.2, -2.0),
+        ("b", "vanilla", "dmp", "D->W", "%", 96.9, 0.0, 1, 99.0, 0.1, -2.1),
+        ("b", "partial", "dmp", "A->W", "%", 96.1, 0.5, 2, 99.0, 0.0, -2.9),
+        ("b", "vanilla", "dann", "A->W", "%", float("nan"), float("nan"), 0, 82.0, 0.4, float("nan")),
+        ("b", "vanilla", "frozen_probe", "A->W", "%", 70.0, 0.1, 2, float("nan"), float("nan"), float("nan")),
+        ("b", "vanilla", "dmp", "A->W ", "s/E", 5.0, 0.1, 2, 30.0, float("nan"), -25.0)],
+        columns=["block", "setting", "row", "column", "unit", "ours", "ours_std", "seeds", "paper", "paper_std", "diff"])
+    comp["dataset"] = "office31"
+    c = card(comp)
+    assert list(c["verdict"]) == ["reproduced", "not reproduced", "reproduced", "not run", "not in the paper",
+                                  "not compared"]
+    assert c["ci95"].iloc[0] == pytest.approx(4.302653 / 3 ** 0.5, abs=1e-5) and pd.isna(c["ci95"].iloc[1])
+    text = card_markdown(c, "vanilla")
+    assert "2 of 4 cells the paper prints reproduced, 1 not reproduced, 1 not run." in text
+    assert "| 91.0 ± 2.5 | 3       | 93.0 ± 0.2 | -2.0   | reproduced" in text

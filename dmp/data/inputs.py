@@ -9,6 +9,7 @@ was resumed, which is what makes a resumed run end with the same numbers as an u
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from pathlib import Path
 
@@ -167,6 +168,8 @@ class Task:
     in_dim: int | None = None
     dataset_version: str = "unknown"
     scored: dict = dataclasses.field(default_factory=dict)  # what target_eval is (splits.scored), for metrics
+    # the input the run trains on (:func:`input_record`), written into metrics.json as ``input``
+    input: dict = dataclasses.field(default_factory=dict)
 
     @property
     def num_classes(self):
@@ -279,6 +282,34 @@ def _standardize(source_x, *others):
     return [(a - mu) / sd for a in (source_x, *others)]
 
 
+def _stored_size(meta: dict, key: str, transform: str):
+    """The resize / crop a features dataset's images had when its activations were stored: ``meta[key]``, else read
+    from the recorded transform (``Resize(size=(146, 146)``, ``CenterCrop(size=(128, 128))``), else None."""
+    if meta.get(key) is not None:
+        return int(meta[key])
+    import re
+    m = re.search(r"(?<![A-Za-z])" + ("Resize" if key == "resize" else "CenterCrop") + r"\(size=\((\d+)", transform or "")
+    return int(m.group(1)) if m else None
+
+
+def input_record(spec, cfg, views) -> dict:
+    """What a run of ``cfg`` on ``spec`` actually trains on, for its metrics.json: for images the resize, crop and
+    the fresh random crop + flip of every draw; for stored activations (``extract-features``) the size of the images
+    they were stored from, the backbone and trunk stage that stored them, the head that reads them
+    (``reads_it``) and the number of stored training views (0: every draw is the centre crop)."""
+    if spec.kind == "images":
+        return {"kind": "images", "resize": int(cfg["resize"]), "crop": int(cfg["crop"]),
+                "train_views": "a random crop + flip per draw", "input_cache": bool(cfg["input_cache"])}
+    meta = {k: json.loads(v) for k, v in spec.meta}
+    out = {"kind": spec.kind, "views": 0 if views is None else int(views.shape[1])}
+    if meta.get("backbone"):
+        out.update(stored_by=meta["backbone"], resize=_stored_size(meta, "resize", meta.get("transform")),
+                   crop=_stored_size(meta, "crop", meta.get("transform")), trunk=bool(meta.get("trunk", False)),
+                   trunk_stage=meta.get("trunk_stage"), reads_it=meta.get("reads_it"),
+                   source_dataset=meta.get("source_dataset"))
+    return out
+
+
 def build_task(cfg) -> Task:
     """Resolve ``cfg`` (dataset, source, target, splits) into a :class:`Task`: the declaration (registry), the
     committed lists or the validated arrays (splits), then the torch datasets. Inputs are checked before any
@@ -309,7 +340,7 @@ def build_task(cfg) -> Task:
             held = {role: cache.load(spec, d, split, cfg["resize"], part) for role, (d, split, part) in reads.items()}
             cached = [CachedImages(*held[role], cfg["crop"], train) for role, train in (
                 ("source_train", True), ("source_train", False), ("target_train", True), ("target_eval", False))]
-            return Task(*cached, classes, 3, None, version, scores)
+            return Task(*cached, classes, 3, None, version, scores, input_record(spec, cfg, None))
         small = spec.name == "demo" or spec.cache_images
         lists = {role: registry.list_file(spec, *k) for role, k in reads.items()}
 
@@ -317,7 +348,7 @@ def build_task(cfg) -> Task:
             return ImageListDataset(root, lists[role], tf, cache=small, num_classes=len(classes))
         return Task(images("source_train", train_tf), images("source_train", test_tf),
                     images("target_train", train_tf), images("target_eval", test_tf), classes, 3, None, version,
-                    scores)
+                    scores, input_record(spec, cfg, None))
     from ..params import INPUT_PARAMS as PARAMS
     for key in ("resize", "crop", "input_cache"):  # the image pipeline's keys do nothing here: refused, never ignored
         if cfg[key] != PARAMS[key].default:
@@ -348,4 +379,5 @@ def build_task(cfg) -> Task:
     # the no-grad passes (anchors, evaluation) see the samples as they are
     s_eval, t_eval = TensorDataset(xs, ys), TensorDataset(xt, yt)
     in_channels = xs.shape[1] if xs.ndim == 4 else 1
-    return Task(s, s_eval, t, t_eval, classes, in_channels, xs.shape[1] if xs.ndim == 2 else None, version, scores)
+    return Task(s, s_eval, t, t_eval, classes, in_channels, xs.shape[1] if xs.ndim == 2 else None, version, scores,
+                input_record(spec, cfg, vs))

