@@ -253,7 +253,7 @@ class Trainer:
 
         Reading a loss to the host waits for the device, so values are read on logging iterations only, in one
         transfer. A non-finite loss is recorded on the device every step (no wait) and raised when read: on a
-        logging iteration before its update (as every step used to), otherwise at the next logging iteration or
+        logging iteration before its update, otherwise at the next logging iteration or
         before the next checkpoint (:meth:`check_finite`), so no checkpoint ever holds the diverged weights."""
         cfg, needs = self.cfg, self.needs
         self.model.train()
