@@ -90,3 +90,13 @@ def card_latex(c: pd.DataFrame, table: str) -> str:
                       r"\centering", f"\\caption{{{tex_escape(TITLES[table])}: report card. "
                       f"{tex_escape(summary(c))}}}", body.rstrip(), r"\end{table}"]
                      + [f"% {n}" for n in notes()]) + "\n"
+
+
+def headline(c: pd.DataFrame, table: str) -> str:
+    """The Mean column of a report card as a short Markdown table, one line per row of ours: the README's headline
+    (``python -m dmp.tables headline``); a test checks the README against it."""
+    means = c[c["column"] == "Mean"].reset_index(drop=True)
+    shown = pd.DataFrame(side_by_side(means, table, "ci95")).drop(columns="column")
+    shown = shown.rename(columns={"row": "method", "ours": "ours (Avg, 95 % interval)", "paper": "paper (Avg)"})
+    shown["verdict"] = means["verdict"]
+    return tabulate(shown, headers="keys", tablefmt="github", showindex=False, disable_numparse=True) + "\n"

@@ -22,18 +22,12 @@ def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | No
           out: str | None = None, row: tuple[str, str] | None = None) -> list[Path]:
     """Build one table (or one of its rows); returns the files written.  Runs are read from
     ``<results>/runs`` (``results`` defaults to the config's), tables go to ``<out or results>/tables``."""
-    from dmp.tables.aggregate import aggregate
     from dmp.tables.card import card, card_latex, card_markdown
-    from dmp.tables.render import comparison, comparison_markdown, render, row_label
-    from dmp.tables.reported import load_reported
+    from dmp.tables.render import comparison_markdown, render, row_label
 
-    suite = Suite(config)
-    results = results or suite.results
+    results = results or Suite(config).results
     out_dir = Path(out or results) / "tables"
-    cells = suite.table_cells(table)
-    reported = load_reported(reported_csv)
-    agg = aggregate(suite, cells, results)
-    comp = comparison(agg, reported)
+    agg, reported, comp = _compared(config, table, reported_csv, results)
     if row is not None:
         block, row_id = row
         sel = (comp["row"] == row_id).to_numpy() & (agg["block"] == block).to_numpy()
@@ -52,6 +46,32 @@ def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | No
     for name, text in files.items():
         write_text(out_dir / name, text)
     return [out_dir / name for name in files]
+
+
+def _compared(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | None = None):
+    """(aggregated cells, the paper's numbers, the comparison view) of ``table`` from the runs that exist."""
+    from dmp.tables.aggregate import aggregate
+    from dmp.tables.render import comparison
+    from dmp.tables.reported import load_reported
+
+    suite = Suite(config)
+    reported = load_reported(reported_csv)
+    agg = aggregate(suite, suite.table_cells(table), results or suite.results)
+    return agg, reported, comparison(agg, reported)
+
+
+def headline(config: dict, table: str, block: str | None = None, reported_csv=REPORTED_CSV,
+             results: str | None = None) -> str:
+    """The Mean column of ``table``'s report card for one block (default: the first) as a short Markdown table: the
+    README's headline result, rebuilt from the runs by ``dmp tables headline``."""
+    from dmp.tables.card import card, headline as render_headline
+
+    _, _, comp = _compared(config, table, reported_csv, results)
+    blocks = list(dict.fromkeys(comp["block"]))
+    block = block or blocks[0]
+    if block not in blocks:
+        raise KeyError(f"table {table!r} has no block {block!r} (its blocks: {', '.join(blocks)})")
+    return render_headline(card(comp[comp["block"] == block].reset_index(drop=True)), table)
 
 
 def load_config(args) -> dict:
@@ -96,12 +116,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=_run)
 
 
+def _run_headline(args):
+    print(headline(load_config(args), args.table, args.block, args.reported, args.results), end="")
+
+
 def add_subparsers(sub) -> None:
-    """Adds ``dmp tables build``."""
+    """Adds ``dmp tables build`` and ``dmp tables headline``."""
     tables = sub.add_parser("tables", help="build the paper's tables from the suite's runs", description=__doc__)
     inner = tables.add_subparsers(dest="tables_command", required=True, metavar="COMMAND")
     add_arguments(inner.add_parser("build", help="build a table (or one row) from the runs that exist",
                                    description=__doc__))
+    p = inner.add_parser("headline", help="print a table's Mean column, ours beside the paper's with a verdict "
+                         "(the README's headline result)")
+    p.add_argument("table", choices=("vanilla", "partial"), help="the table")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", help="suite config YAML")
+    src.add_argument("--config-json", help="the suite config as a JSON string")
+    p.add_argument("--block", help="the table's block (a dataset of the config; default: its first)")
+    p.add_argument("--reported", default=str(REPORTED_CSV), help="the paper's numbers (CSV)")
+    p.add_argument("--results", help="folder holding runs/ (default: the config's 'results')")
+    p.set_defaults(func=_run_headline)
 
 
 def main(argv=None):
