@@ -23,8 +23,7 @@ from . import methods
 from .data.registry import get_dataset
 from .manifolds import LE_EPS
 from .manifolds import METRICS as _METRIC_FUNCTIONS
-from .models.backbones import BACKBONES
-from .models.external import PATTERN as OWN_BACKBONE
+from .models import backbones
 from .params import INPUT_PARAMS, ConfigError, Param, _choice, _int_ge0, _nonneg, _pos_int
 
 # The training methods are the registry's (dmp/methods/: one module each, declaring its own method-scoped keys).
@@ -151,9 +150,9 @@ PARAMS: dict[str, Param] = {
     # --- model ------------------------------------------------------------------------------
     "backbone": Param("resnet50", "backbone registry name (dmp/models/backbones.py), or timm:<model> / "
                       "torchvision:<model> with weights_path (your own architecture)",
-                      check=lambda v: v in BACKBONES or (isinstance(v, str) and OWN_BACKBONE.fullmatch(v) is not None),
-                      expect="one of " + ", ".join(tuple(BACKBONES)) + ", timm:<model> or torchvision:<model>",
-                      choices=tuple(BACKBONES)),
+                      check=backbones.known,
+                      expect="one of " + ", ".join(backbones.BACKBONES) + ", timm:<model> or torchvision:<model>",
+                      choices=tuple(backbones.BACKBONES)),
     "pretrained": Param(True, "load ImageNet weights for the backbone (never silently random)",
                         **_choice(True, False)),
     "weights_path": Param(None, "explicit local weights file for the backbone",
@@ -402,9 +401,9 @@ def resolve(user: dict[str, Any], check_files: bool = False) -> dict[str, Any]:
     if cfg["target_split"] is None:
         cfg["target_split"] = "partial" if cfg["setting"] == "partial" else "full"
     method.check(cfg)
-    if cfg["weights_path"] and cfg["backbone"] == "identity":
-        raise ConfigError(f"config key 'weights_path' = {short_repr(cfg['weights_path'])}: the identity backbone "
-                          "(feature vectors) has no weights to load; drop weights_path or choose a CNN backbone")
+    if cfg["weights_path"] and not backbones.get(cfg["backbone"]).weights:
+        raise ConfigError(f"config key 'weights_path' = {short_repr(cfg['weights_path'])}: the {cfg['backbone']} "
+                          "backbone has no weights to load; drop weights_path or choose a CNN backbone")
     if check_files and cfg["weights_path"] and not os.path.isfile(cfg["weights_path"]):
         what = "a folder, not a weights file" if os.path.isdir(cfg["weights_path"]) else "no such file"
         raise ConfigError(f"config key 'weights_path' = {short_repr(cfg['weights_path'])}: {what} (a path relative "

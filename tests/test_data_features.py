@@ -41,8 +41,8 @@ def test_extract_features_from_demo(isolated, monkeypatch):
     torch.save(net.state_dict(), weights)
     from dmp.models import backbones
     net.weights_file = weights  # a builder's contract: the file its weights came from (hashed into the metadata)
-    monkeypatch.setitem(backbones.BACKBONES, "tiny", lambda weights_path=None, **_: (
-        net.load_state_dict(torch.load(weights_path, weights_only=True)) and None or net, 4))
+    monkeypatch.setitem(backbones.BACKBONES, "tiny", backbones.BackboneSpec("tiny", lambda weights_path=None, **_: (
+        net.load_state_dict(torch.load(weights_path, weights_only=True)) and None or net, 4)))
     parser = build_parser()
     args = parser.parse_args(["data", "extract-features", "demo", "--out-name", "demo_tiny", "--backbone", "tiny",
                               "--weights-path", str(weights), "--resize", "32", "--crop", "28"])

@@ -375,7 +375,7 @@ def test_extract_features_of_a_user_dataset_is_declared_beside_it(user, monkeypa
     assert _data("fetch", "lists") == 0
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten())
     net.weights_file = None  # as build_backbone reports it: no weights file loaded
-    monkeypatch.setitem(backbones.BACKBONES, "tiny", lambda **_: (net, 4))
+    monkeypatch.setitem(backbones.BACKBONES, "tiny", backbones.BackboneSpec("tiny", lambda **_: (net, 4)))
     assert _data("extract-features", "lists", "--out-name", "lists_tiny", "--backbone", "tiny", "--no-pretrained",
                  "--resize", "14", "--crop", "12") == 0
     assert (user.declarations / "lists_tiny" / "dataset.yaml").is_file()

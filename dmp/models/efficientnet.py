@@ -8,8 +8,8 @@ checked against its pinned sha256 (:data:`LITE_WEIGHTS`); ``weights_path`` takes
 
 The input scaling belongs to the backbone: these weights were trained on ``(255 x - 127) / 128`` (x in [0, 1]),
 while every image pipeline of the suite delivers ImageNet mean/std-normalised tensors. :class:`Rescale` maps one to
-the other exactly (an affine map per channel) as the backbone's first layer, so no run can pair these weights with
-the wrong scaling.
+the other exactly (an affine map per channel) as the backbone's first layer (the registry's ``scaling``,
+:mod:`dmp.models.backbones`), so no run can pair these weights with the wrong scaling.
 
 ``efficientnet_liteN_top`` is the same network cut before its last convolution (``conv_head``, 1x1, + BatchNorm):
 it reads the trunk's activations stored by ``dmp data extract-features --backbone efficientnet_liteN --trunk``
@@ -168,27 +168,28 @@ class LiteTop(nn.Module):
 
 
 def trunk(network: nn.Module, stage: int | None = None) -> nn.Module:
-    """Everything of a Lite backbone (:func:`_lite`) before its head (before ``blocks[stage]`` for a stage): the
-    input rescaling, the stem and the blocks."""
+    """Everything of a Lite backbone (as :func:`~dmp.models.backbones.build_backbone` builds it) before its head
+    (before ``blocks[stage]`` for a stage): the input rescaling, the stem and the blocks."""
     rescale, net = network[0], network[1]
     return nn.Sequential(rescale, net.conv_stem, net.bn1, net.blocks[:stage] if stage is not None else net.blocks)
 
 
 def head_name(backbone: str, stage: int | None = None) -> str:
-    """The backbone that reads the trunk of ``backbone`` stored before ``stage`` (before the head for ``None``)."""
+    """The name of the head that reads the trunk of ``backbone`` stored before ``stage`` (before the head for
+    ``None``); the registry (:mod:`dmp.models.backbones`) declares which exist."""
     return f"{backbone}_top" if stage is None else f"{backbone}_from{stage}"
 
 
-def _lite(variant):
+def lite(variant):
+    """The builder of ``efficientnet_lite<variant>`` on images (the registry puts :class:`Rescale` before it)."""
     def build(pretrained=True, weights_path=None, **_):
         net = lite_network(variant, pretrained, weights_path)
-        module = nn.Sequential(Rescale(*LITE_SCALING), net)
-        module.weights_file = net.weights_file
-        return module, net.num_features
+        return net, net.num_features
     return build
 
 
-def _lite_top(variant, stage=None):
+def lite_top(variant, stage=None):
+    """The builder of the head that reads the trunk of ``efficientnet_lite<variant>`` stored before ``stage``."""
     def build(pretrained=True, weights_path=None, in_dim=None, **_):
         if in_dim is None:
             raise ValueError(f"{head_name(f'efficientnet_lite{variant}', stage)} reads trunk activations (a features "
@@ -196,9 +197,3 @@ def _lite_top(variant, stage=None):
         net = lite_network(variant, pretrained, weights_path)
         return LiteTop(net, in_dim, stage), net.num_features
     return build
-
-
-_HEADS = {head_name(f"efficientnet_lite{v}", k): _lite_top(v, k) for v in LITE_WEIGHTS for k in (None, *STAGES)}
-TOPS = tuple(_HEADS)
-"""The backbones that read stored trunk activations (:func:`head_name`)."""
-BUILDERS = {**{f"efficientnet_lite{v}": _lite(v) for v in LITE_WEIGHTS}, **_HEADS}

@@ -2,8 +2,8 @@
 a new "features" dataset (``datasets/<out>/dataset.yaml`` + one ``<domain>.npz`` per domain with ``X``,
 ``y`` and ``paths``), recording the backbone, its weights and the transform in the yaml's ``meta``.
 
-``trunk=True`` stores the activations of the backbone's trunk (everything before its head; backbones with a
-``<name>_top`` head, :data:`dmp.models.backbones.VECTOR_BACKBONES`) instead of its pooled output, so that runs with
+``trunk=True`` stores the activations of the backbone's trunk (everything before its head; backbones whose trunk a
+registered head reads, :func:`dmp.models.backbones.trunk_reader`) instead of its pooled output, so that runs with
 ``backbone=<name>_top`` fine-tune the head on them; ``views=V`` also stores ``X_views`` ``[N, V, D]``: the trunk's
 activations of V training views of each image (the training transform, random crop and flip, drawn from
 ``(image index, view)``), of which each training draw takes one; ``trunk_stage=k`` stores the activations before
@@ -82,8 +82,7 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
     from tqdm import tqdm
 
     from ..data.inputs import ImageListDataset, image_transforms
-    from . import efficientnet
-    from .backbones import build_backbone
+    from . import backbones, efficientnet
 
     check_options(resize=resize, crop=crop, views=views, batch_size=batch_size)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", out_name) or ".." in out_name:
@@ -106,15 +105,16 @@ def extract_features(name: str, out_name: str, *, backbone: str = "resnet50", pr
         raise FileExistsError(f"--out-name {out_name!r}: {taken[0]} exists; extract-features never replaces a file: "
                               f"choose another --out-name, or delete {out_root} first")
     trunk = bool(trunk or views or trunk_stage is not None)
-    head = efficientnet.head_name(backbone, trunk_stage)
-    if trunk and head not in efficientnet.TOPS:  # before the backbone's weights are read
+    head = backbones.trunk_reader(backbone, trunk_stage)
+    if trunk and head is None:  # before the backbone's weights are read
+        readers = [backbones.BACKBONES[r].trunk for r in backbones.readers("trunk")]
         raise ValueError(f"--trunk / --views / --trunk-stage: backbone {backbone} has no part that reads its trunk"
                          f"{'' if trunk_stage is None else f' from stage {trunk_stage}'} (those that do: "
-                         f"{', '.join(sorted({t.rsplit('_', 1)[0] for t in efficientnet.TOPS}))}; stages "
-                         f"{', '.join(map(str, efficientnet.STAGES))})")
+                         f"{', '.join(sorted({b for b, _ in readers}))}; stages "
+                         f"{', '.join(map(str, sorted({s for _, s in readers if s is not None})))})")
     if views:  # what the stored views would take, before any weights are read or image decoded
         check_views_memory(spec, split, backbone, trunk_stage, crop, views, batch_size)
-    model, _ = build_backbone(backbone, pretrained=pretrained, weights_path=weights_path)
+    model, _ = backbones.build_backbone(backbone, pretrained=pretrained, weights_path=weights_path)
     weights_file = model.weights_file
     if trunk:
         model = efficientnet.trunk(model, trunk_stage)

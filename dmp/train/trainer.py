@@ -27,8 +27,7 @@ from ..config import ConfigError
 from ..params import resolve_workers
 from ..data.inputs import BatchStream, Task, TensorDataset, eval_loader
 from ..io import remove_temp_files, sha256_file, write_errors_named
-from ..models import DMPNet, batch_statistics, build_backbone
-from ..models.backbones import VECTOR_BACKBONES
+from ..models import DMPNet, backbones, batch_statistics
 from ..weighting import class_weights
 from . import checkpoint as ckpt
 from . import compiled, snapshot
@@ -64,20 +63,25 @@ def seed_everything(seed: int, deterministic: bool = True):
         torch.backends.cudnn.benchmark = True  # cuDNN times the candidate kernels of each new shape, keeps the fastest
 
 
-def check_reads(backbone: str, record: dict, dataset: str) -> None:
-    """A backbone reads only the activations it was made for: on stored trunk activations (``extract-features
-    --trunk``), the head that the dataset records as ``reads_it`` (the same variant and trunk stage); on stored
-    pooled features, no trunk head. One line naming both, before any weights load."""
-    from ..models.efficientnet import TOPS
-
+def check_reads(backbone: backbones.BackboneSpec, task: Task, dataset: str) -> None:
+    """A backbone reads only the input it was made for (the registry's ``reads``, dmp/models/backbones.py): images
+    or, on a features dataset, feature vectors; on stored trunk activations (``extract-features --trunk``), the head
+    that the dataset records as ``reads_it`` (the same variant and trunk stage); on stored pooled features, no trunk
+    head. One line naming both, before any weights load."""
+    record, name, vector = task.input, backbone.name, "/".join(backbones.readers("vector"))
+    if task.in_dim is not None and backbone.reads == "image":
+        raise ConfigError(f"config key 'backbone' = {name!r}: dataset {dataset} holds feature vectors "
+                          f"({task.in_dim}-d), which go straight into the manifold layers; use backbone={vector} (the "
+                          f"default for a features dataset without preset), or for trunk activations the backbone's "
+                          f"head that reads them: {', '.join(backbones.readers('trunk'))}")
     reads = record.get("reads_it")
-    if record.get("trunk") and reads and backbone != reads:
-        raise ConfigError(f"config key 'backbone' = {backbone!r}: dataset {dataset} holds the trunk activations of "
+    if record.get("trunk") and reads and name != reads:
+        raise ConfigError(f"config key 'backbone' = {name!r}: dataset {dataset} holds the trunk activations of "
                           f"{record.get('stored_by')} (stage {record.get('trunk_stage') or 'head'}), which only "
                           f"{reads!r} reads; use backbone={reads}")
-    if backbone in TOPS and record.get("kind") == "features" and not record.get("trunk"):
-        raise ConfigError(f"config key 'backbone' = {backbone!r} reads a trunk's activations (extract-features "
-                          f"--trunk); dataset {dataset} holds pooled feature vectors: use backbone=identity")
+    if backbone.reads == "trunk" and record.get("kind") == "features" and not record.get("trunk"):
+        raise ConfigError(f"config key 'backbone' = {name!r} reads a trunk's activations (extract-features "
+                          f"--trunk); dataset {dataset} holds pooled feature vectors: use backbone={vector}")
 
 
 class Trainer:
@@ -94,25 +98,22 @@ class Trainer:
         if cfg["k"] > task.num_classes:
             raise ConfigError(f"config key 'k' = {cfg['k']} is larger than the number of classes "
                               f"({task.num_classes})")
-        if task.in_dim is not None and cfg["backbone"] not in VECTOR_BACKBONES:
-            raise ConfigError(f"config key 'backbone' = {cfg['backbone']!r}: dataset {cfg['dataset']} holds feature "
-                              f"vectors ({task.in_dim}-d), which go straight into the manifold layers; use "
-                              f"backbone=identity (the default for a features dataset without preset), or for trunk "
-                              f"activations the backbone's head that reads them: {', '.join(VECTOR_BACKBONES[1:])}")
-        check_reads(cfg["backbone"], task.input, cfg["dataset"])
+        backbone_spec = backbones.get(cfg["backbone"])  # what the backbone reads and wants: the registry says
+        check_reads(backbone_spec, task, cfg["dataset"])
         if cfg["threads"]:
             torch.set_num_threads(cfg["threads"])
         self.device = torch.device("cuda" if cfg["device"] == "cuda" or (
             cfg["device"] == "auto" and torch.cuda.is_available()) else "cpu")
         seed_everything(cfg["seed"], cfg["deterministic"])
-        backbone, bdim = build_backbone(cfg["backbone"], cfg["pretrained"], cfg["weights_path"],
-                                        in_channels=task.in_channels, in_dim=task.in_dim)
+        backbone, bdim = backbones.build_backbone(cfg["backbone"], cfg["pretrained"], cfg["weights_path"],
+                                                  in_channels=task.in_channels, in_dim=task.in_dim)
         self.weights_file = getattr(backbone, "weights_file", None)  # hashed into metrics.json, whatever its route
         self.model = DMPNet(backbone, bdim, cfg["bottleneck_dims"], task.num_classes,
                             cfg["manifold_bn"], cfg["backbone_bn"]).to(self.device)
-        # GPU execution (docs/benchmarks.md): NHWC convolutions for the ResNets and page-locked batches copied
-        # asynchronously on CUDA; bf16 autocast on the forward passes when precision = bf16 (:meth:`forward`).
-        self.channels_last = self.device.type == "cuda" and cfg["backbone"].startswith("resnet")
+        # GPU execution (docs/benchmarks.md): NHWC convolutions for the backbones that want them (the registry's
+        # channels_last) and page-locked batches copied asynchronously on CUDA; bf16 autocast on the forward passes
+        # when precision = bf16 (:meth:`forward`).
+        self.channels_last = self.device.type == "cuda" and backbone_spec.channels_last
         if self.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
         self.pin_memory = self.device.type == "cuda"
@@ -437,8 +438,8 @@ class Trainer:
 
     @torch.no_grad()
     def log_accuracy(self):
-        """Target accuracy after ``self.iteration`` iterations, for the convergence figure only (never used to
-        select anything).  The random state is restored afterwards, so the training is the same with or
+        """Target accuracy after ``self.iteration`` iterations, for the convergence figure only (nothing is
+        selected on it).  The random state is restored afterwards, so the training is the same with or
         without it."""
         py_state, np_state = random.getstate(), np.random.get_state()
         devices = [self.device.index or 0] if self.device.type == "cuda" else []
