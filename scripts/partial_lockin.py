@@ -50,15 +50,6 @@ def jobs(weights: str):
                    Path(STUDY, "demo", "partial", f"{src}-{tgt}", "dmp", variant, f"seed{seed}"))
 
 
-def _run(job):
-    import torch
-
-    from dmp.train import train
-    cfg, out = job
-    torch.set_num_threads(1)
-    train(dict(cfg, threads=1, device="cpu"), out, progress=False)
-
-
 def collect(root: Path = OUT) -> list[dict]:
     rows = []
     for path in sorted((root / STUDY).glob("demo/partial/*/*/*/seed*/metrics.json")):
@@ -140,12 +131,12 @@ def main(argv=None):
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     if not args.report_only:
-        from evidence import pretrained_weights
+        from study_runs import pretrained_weights, run_one
         weights = pretrained_weights(OUT, ["demo"])["demo"]
         todo = [(cfg, OUT / out) for cfg, out in jobs(weights) if not (OUT / out / "metrics.json").exists()]
         from tqdm import tqdm
         with cf.ProcessPoolExecutor(args.jobs) as pool:
-            for _ in tqdm(pool.map(_run, todo), total=len(todo), desc="lock-in runs"):
+            for _ in tqdm(pool.map(run_one, todo), total=len(todo), desc="lock-in runs"):
                 pass
     print("\n".join(section()))
 

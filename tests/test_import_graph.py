@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 DMP = Path(__file__).resolve().parents[1] / "dmp"
-BENCHMARKS = DMP.parent / "benchmarks"
 # Bottom to top. A unit is a package of dmp/ or a top-level module; a unit may import units of its own layer (no
 # circle) and of the layers below it.
 LAYERS = [
@@ -124,20 +123,23 @@ def test_pending_edges_still_exist(edge):
     assert edge in import_edges(), f"{edge[0]} -> {edge[1]} is gone: remove it from PENDING"
 
 
-def test_benchmarks_import_each_other_one_way():
-    """The benchmark scripts import their shared pieces from one module (benchmarks/step_probes.py), never each
-    other in a circle."""
-    names = {p.stem for p in BENCHMARKS.glob("*.py")}
+@pytest.mark.parametrize("folder", ["benchmarks", "scripts"])
+def test_tools_import_each_other_one_way(folder):
+    """The benchmark scripts import their shared pieces from one module (benchmarks/step_probes.py), the research
+    scripts theirs from the modules that own them (scripts/evidence_studies.py, scripts/study_runs.py, ...): never
+    each other in a circle, at the top of a file or inside a function."""
+    root = DMP.parent / folder
+    names = {p.stem for p in root.glob("*.py")}
     edges = defaultdict(list)
-    for path in sorted(BENCHMARKS.glob("*.py")):
+    for path in sorted(root.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             found = [node.module] if isinstance(node, ast.ImportFrom) and not node.level else \
                 [a.name for a in node.names] if isinstance(node, ast.Import) else []
             for name in found:
                 if name and name.split(".")[0] in names and name.split(".")[0] != path.stem:
-                    edges[path.stem, name.split(".")[0]].append(f"benchmarks/{path.name}:{node.lineno}")
+                    edges[path.stem, name.split(".")[0]].append(f"{folder}/{path.name}:{node.lineno}")
     found = circles(edges)
-    assert not found, "import circles among benchmarks/: " + " | ".join(
+    assert not found, f"import circles among {folder}/: " + " | ".join(
         " <-> ".join(c) + ": " + _shown(edges, [(a, b) for (a, b) in edges if a in c and b in c]) for c in found)
 
 
