@@ -208,7 +208,7 @@ def diagnosis(avgs: dict, paper: pd.DataFrame, gains: dict) -> list[str]:
             "of these" + _departure_reading(gains, paper) + " Not measured here: ResNet-50 itself (no ImageNet ResNet weights reach our machines; "
             "EfficientNet-Lite0's ImageNet top-1 is about ResNet-50's, 75 % against 76 %) and every layer "
             "fine-tuned at 224 px, the paper's protocol, on all six tasks: `benchmarks/lite_cpu.py` gives its CPU "
-            "cost (docs/benchmarks.md), `benchmarks/gpu_office31.sh` runs it on a GPU (what a first lease finished: "
+            "cost (docs/benchmarks.md), `workflow/gpu/gpu_office31.sh` runs it on a GPU (what a first lease finished: "
             "the section on the lent GPU below). The sections below measure the deeper fine-tune on all six tasks "
             "(and why source-only falls in it), every layer fine-tuned where it ran, and the optimiser of the rows "
             "the paper compares with."]
@@ -730,7 +730,7 @@ def _statistics_share(avgs: dict, paper: pd.DataFrame) -> list[str]:
 
 
 GPU_RESULTS = {"train": "office31_gpu", "frozen": "office31_gpu_bnfrozen"}
-"""The folders beside :data:`STUDY` where `benchmarks/gpu_office31.sh` runs are committed: the backbone's BatchNorm
+"""The folders beside :data:`STUDY` where `workflow/gpu/gpu_office31.sh` runs are committed: the backbone's BatchNorm
 layers training (its default) and on their ImageNet statistics (``EXTRA=backbone_bn=frozen``)."""
 BN_MODES = {"train": "BatchNorm training", "frozen": "BatchNorm on ImageNet statistics"}
 
@@ -761,7 +761,7 @@ def gpu_section(paper: pd.DataFrame) -> list[str]:
                   sorted(set(logs) - set(acc), key=lambda c: (TASKS.index(c[2]), c[1] != "source_only", c[3],
                                                                 list(BN_MODES).index(c[0])))]
     text = ["### The paper's protocol on a lent GPU: every layer fine-tuned, 224 px", "",
-            "`benchmarks/gpu_office31.sh` (docs/benchmarks.md): EfficientNet-Lite0 with every layer fine-tuned (0.1x "
+            "`workflow/gpu/gpu_office31.sh` (docs/benchmarks.md): EfficientNet-Lite0 with every layer fine-tuned (0.1x "
             "lr), 224 px crops of the images resized to 256 px (`office31_256`: Office-31's 4,110 images re-encoded "
             "at that size to travel to the GPU; another dataset version than the CPU form's `office31`, so these "
             "runs are tabled on their own), Office-31's preset and schedule, the last iterate. A run's dataset version "

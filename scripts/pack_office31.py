@@ -1,4 +1,4 @@
-"""Pack the Office-31 images small enough to travel to a lent GPU machine (benchmarks/gpu_office31.sh).
+"""Pack the Office-31 images small enough to travel to a lent GPU machine (workflow/gpu/gpu_office31.sh).
 
 The real images (88 MB, 4,110 JPEGs) do not fit the 64 MiB that travels with the working tree
 to a lent GPU machine. The suite's image pipeline resizes every image to ``resize x resize`` (256 x 256, the paper's)
@@ -25,7 +25,7 @@ so a seed draws other batches on the pack than on office31.
 
 The yaml cannot say ``variant_of: office31`` (user declarations have no such key), so Office-31's preset is not the
 pack's own; the pack's config resolves to the same values anyway (the defaults are that preset), which
-benchmarks/gpu_office31.sh checks before training (a key that differed would be passed explicitly).
+workflow/gpu/gpu_office31.sh checks before training (a key that differed would be passed explicitly).
 """
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def declaration(name: str, spec, domains: dict, meta: dict, splits=("full", "par
         "meta": meta,
     }
     return (f"{MARK}: Office-31 ({spec.title}) as the suite's pipeline sees it after its resize,\n"
-            f"# re-encoded to travel to a lent GPU (benchmarks/gpu_office31.sh). Another dataset name and version than\n"
+            f"# re-encoded to travel to a lent GPU (workflow/gpu/gpu_office31.sh). Another dataset name and version than\n"
             f"# office31: runs on it say so. Its preset is not applied by itself (no variant_of for user datasets).\n"
             + yaml.safe_dump(body, sort_keys=False, width=120))
 

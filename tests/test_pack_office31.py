@@ -81,7 +81,7 @@ def test_pack_declaration_is_accepted_verified_and_gets_office31_preset(packed):
     assert (out / "lock.json").is_file() and registry.dataset_version(registry.get_dataset("office31_256"))
     base = dict(source="amazon", target="webcam", backbone="efficientnet_lite0")
     a, b = resolve(dict(base, dataset="office31")), resolve(dict(base, dataset="office31_256"))
-    assert {k for k in a if a[k] != b[k]} == {"dataset"}  # benchmarks/gpu_office31.sh then passes no preset key
+    assert {k for k in a if a[k] != b[k]} == {"dataset"}  # workflow/gpu/gpu_office31.sh then passes no preset key
 
 
 def test_pack_refuses_a_folder_it_did_not_write(isolated, tmp_path):  # noqa: F811
@@ -94,10 +94,10 @@ def test_pack_refuses_a_folder_it_did_not_write(isolated, tmp_path):  # noqa: F8
 
 
 def _gpu_script(out: Path, tmp_path: Path, cells: str) -> subprocess.CompletedProcess:
-    """benchmarks/gpu_office31.sh in its dry mode (the checks and the commands, no training) on the pack ``out``."""
+    """workflow/gpu/gpu_office31.sh in its dry mode (the checks and the commands, no training) on the pack ``out``."""
     env = dict(os.environ, DRY="1", PYTHON=sys.executable, PACK=str(out), CELL_LIST=cells, PARALLEL="2",
                OUT=str(tmp_path / "out"), WORK=str(tmp_path / "work"), RESULTS=str(tmp_path / "results"))
-    return subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_office31.sh")], cwd=ROOT, env=env,
+    return subprocess.run(["bash", str(ROOT / "workflow" / "gpu" / "gpu_office31.sh")], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
 
 

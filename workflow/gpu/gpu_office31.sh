@@ -4,8 +4,8 @@
 # with every layer fine-tuned, 224 px crops of 256 px, Office-31's vanilla preset (Adam 2e-4, batch 50, 40 epochs of
 # the source, lambda1 10, lambda2 5e3, the intra-class term from epoch 15, anchors every epoch), the last iterate.
 #
-#   bash benchmarks/gpu_office31.sh                       # on the device, carry: scratch/office31_256 scratch/pydeps
-#   DRY=1 PYTHON=.venv/bin/python bash benchmarks/gpu_office31.sh   # here: the checks and the commands, no training
+#   bash workflow/gpu/gpu_office31.sh                       # on the device, carry: scratch/office31_256 scratch/pydeps
+#   DRY=1 PYTHON=.venv/bin/python bash workflow/gpu/gpu_office31.sh   # here: the checks and the commands, no training
 #
 # Cells, in this order (a cell committed under $RESULTS/runs/ is skipped, so cells accumulate from lease to lease):
 # seed 0 of source_only and dmp on A->W, then D->W, W->D, A->D, D->A, W->A; seed 0 of dann and cdan_e on the six

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The GPU checks of docs/benchmarks.md in one script (a benchmark: prints figures, asserts nothing).
+# The GPU checks of docs/benchmarks.md in one window of a lent GPU (a runner of the benchmarks/ scripts: prints
+# figures, asserts nothing).
 #
-#   OUT=gpu-figures bash benchmarks/gpu_session.sh
+#   OUT=gpu-figures bash workflow/gpu/gpu_session.sh
 #
 # Writes into $OUT (default ./gpu-figures): env.txt (GPU, driver, torch); probe.log (benchmarks/cuda_probe.py: host
 # synchronisations of a DMP step, cuSOLVER against host eigh); step.log (benchmarks/step_overhead.py per compile mode,
