@@ -32,6 +32,7 @@ import concurrent.futures as cf
 import sys
 from pathlib import Path
 
+import shared_copies
 from evidence_report import collect, collect_geometry, collect_prototypes, render
 from evidence_studies import ROOT, STUDIES, jobs_for
 from study_runs import pretrained_weights, run_one
@@ -84,6 +85,8 @@ def main(argv=None):
     ap.add_argument("--report-only", action="store_true", help="only rebuild the report from the runs on disk")
     args = ap.parse_args(argv)
     out_root = Path(args.out)
+    if not args.report_only:
+        shared_copies.link()  # the developers' copies of office_caltech10 and mnist_usps, where they have them
     weights = {} if args.report_only else pretrained_weights(out_root, args.only)
     if {"weak", "weak_variants"} & set(args.study) and not args.report_only:
         from weak_features import declare

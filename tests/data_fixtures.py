@@ -9,6 +9,9 @@
   wjdcloud.blob.core.windows.net, csr.bu.edu, raw.githubusercontent.com, cdn.jsdelivr.net, drive.google.com and
   drive.usercontent.google.com with Google Drive's redirect, virus-scan confirmation form and quota page), over
   TLS with a test CA, so the registry's real mirror URLs are fetched, Google Drive ones through gdown.
+- ``shared_copies``: the developers' read-only copies of office_caltech10 and mnist_usps (scripts/shared_copies.py)
+  placed as a user places a copy, linked under a temporary ``DMP_DATA_DIR``; the test is skipped where they are
+  absent.
 - ``build_packaging``: every packaging of the four datasets in its real layout, from deterministic tiny images
   (the same images in every packaging), including ImageCLEF's quirks.
 """
@@ -36,7 +39,7 @@ import pytest
 
 from dmp.data import registry
 
-__all__ = ["isolated", "server", "internet", "build_packaging", "small_spec", "tiny_image", "PACKAGINGS",
+__all__ = ["isolated", "shared_copies", "server", "internet", "build_packaging", "small_spec", "tiny_image", "PACKAGINGS",
            "Packaging", "DEAD", "checkout_datasets_state"]
 
 DEAD = "http://127.0.0.1:9"  # a closed loopback port: connection refused at once
@@ -204,6 +207,18 @@ def small_spec(name: str, per_class: int, urls=None, sha256=None) -> registry.Da
         domains=tuple(dataclasses.replace(d, count=per_class * len(spec.classes),
                                           class_counts=(per_class,) * len(spec.classes) if d.class_counts else None)
                       for d in spec.domains))
+
+
+@pytest.fixture
+def shared_copies(tmp_path, monkeypatch):
+    from scripts_module import load_script
+
+    copies = load_script("shared_copies")
+    if not copies.present():
+        pytest.skip(f"the evidence datasets' copies are not at {copies.SHARED}")
+    monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path / "shared_data"))
+    assert sorted(copies.link()) == sorted(copies.COPIES)
+    return copies
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import urllib.parse
 import numpy as np
 import pytest
 from data_fixtures import (DEAD, PACKAGINGS, build_packaging, internet, isolated, server,  # noqa: F401
-                           small_spec, write_archive)
+                           shared_copies, small_spec, write_archive)
 
 from dmp.data import cli, fetch, registry, splits, verify
 from dmp.data.registry import FetchError
@@ -476,7 +476,6 @@ def test_evidence_data_is_fetched_from_the_pinned_github_commits(internet, isola
     assert [a.sha256[:12] for a in oc10.archives] == ["bae9ee6e8f7c", "5f7c6211581f", "57774bbdf974"]
     assert digits.archives[0].sha256[:12] == "7fbb67f14af7"
     monkeypatch.delenv("DMP_DATA_DIR")  # the normal data root: datasets/<name>/data (here a temporary datasets/)
-    monkeypatch.setattr(registry, "SHARED_COPIES", {})  # as on a user's machine: no ../shared/data
     files = {}
     for i, (d, n) in enumerate((("amazon", 30), ("dslr", 20), ("webcam", 25))):
         _features_mat(files.setdefault(f"{d}.mat", tmp_path / f"{d}.mat"), n, i)
@@ -517,13 +516,10 @@ def test_evidence_data_is_fetched_from_the_pinned_github_commits(internet, isola
         verify.verify("office_caltech10")
 
 
-@pytest.mark.skipif(not (registry.PROJECT.parent / "shared" / "data" / "mnist_usps").is_dir(),
-                    reason="../shared/data not present")
-def test_the_shared_copy_is_used_where_present_and_matches_the_pins(monkeypatch):
-    monkeypatch.delenv("DMP_DATA_DIR", raising=False)
-    for name in ("office_caltech10", "mnist_usps"):
+def test_a_copy_placed_in_the_data_folder_is_used_and_matches_the_pins(shared_copies):
+    for name, folder in shared_copies.COPIES.items():
         spec, root = registry.get_dataset(name), registry.data_root(registry.get_dataset(name))
-        assert root == (registry.PROJECT / registry.SHARED_COPIES[name]).resolve()
+        assert root.resolve() == (shared_copies.SHARED / folder).resolve()
         for a in spec.archives:
             assert fetch.sha256_file(root / a.filename) == a.sha256 and (root / a.filename).stat().st_size == a.size
         assert fetch.fetch(name, progress=False) == root  # nothing to download

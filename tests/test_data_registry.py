@@ -7,11 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data_fixtures import isolated  # noqa: F401 (fixture)
+from data_fixtures import isolated, shared_copies  # noqa: F401 (fixtures)
 
 from dmp.data import registry, splits
-
-SHARED = registry.PROJECT.parent / "shared" / "data"
 
 
 def test_known_datasets_and_facts():
@@ -52,11 +50,8 @@ def test_unknown_dataset_lists_known_names():
 def test_data_root_default_and_env(monkeypatch, tmp_path):
     monkeypatch.delenv("DMP_DATA_DIR", raising=False)
     assert registry.data_root(registry.get_dataset("office31")) == registry.PROJECT / "datasets" / "office31" / "data"
-    shared = (registry.PROJECT / "../shared/data/mnist_usps").resolve()
-    local = registry.dataset_dir("mnist_usps") / "data"
-    # a read-only copy beside the checkout is used where there is one and nothing was fetched; else the normal root
-    want = shared if shared.is_dir() and not local.exists() else local
-    assert registry.data_root(registry.get_dataset("mnist_usps")) == want
+    # the package knows no copy outside the repository: every built-in's files are in its own data folder
+    assert registry.data_root(registry.get_dataset("mnist_usps")) == registry.dataset_dir("mnist_usps") / "data"
     monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path))
     assert registry.data_root(registry.get_dataset("office31")) == tmp_path / "office31"
     assert registry.download_dir(registry.get_dataset("office31")) == tmp_path / "downloads" / "office31"
@@ -169,9 +164,7 @@ def _sha(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-@pytest.mark.skipif(not (SHARED / "office_caltech10_googlenet").is_dir(), reason="../shared/data not present")
-def test_shared_office_caltech10_features(monkeypatch):
-    monkeypatch.delenv("DMP_DATA_DIR", raising=False)
+def test_shared_office_caltech10_features(shared_copies):
     root = registry.data_root(registry.get_dataset("office_caltech10"))
     assert _sha(root / "dslr.mat") == "5f7c6211581f846b7b5534429fb62bfb7e490e88aacfc8bee97eb0b0224dbd89"
     for d, n in (("amazon", 958), ("dslr", 157), ("webcam", 295)):
@@ -180,11 +173,9 @@ def test_shared_office_caltech10_features(monkeypatch):
         assert sorted(set(y.tolist())) == list(range(10)) and (np.diff(y) >= 0).all()  # sorted by label
 
 
-@pytest.mark.skipif(not (SHARED / "mnist_usps").is_dir(), reason="../shared/data not present")
-def test_shared_mnist_usps_arrays(monkeypatch):
+def test_shared_mnist_usps_arrays(shared_copies):
     import h5py
 
-    monkeypatch.delenv("DMP_DATA_DIR", raising=False)
     xs, ys = splits.load_arrays(registry.get_dataset("mnist_usps"), "mnist")
     xt, yt = splits.load_arrays(registry.get_dataset("mnist_usps"), "usps", "n10")
     assert xs.shape == (2000, 1, 16, 16) and xt.shape == (100, 1, 16, 16)

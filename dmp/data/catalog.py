@@ -173,11 +173,6 @@ PUBLISHED_ORDER = {"office31": (
     "paper_notebook", "ruler", "letter_tray", "file_cabinet", "phone", "bookcase", "projector", "stapler",
     "trash_can", "bike_helmet", "headphones", "desk_lamp", "desk_chair", "bottle")}
 
-# Read-only copies used where present and nothing was fetched into the data root (the project's developers keep
-# the two evidence datasets there); a user fetches them (`python -m dmp data fetch <name>`) into the data root.
-SHARED_COPIES = {"office_caltech10": "../shared/data/office_caltech10_googlenet",
-                 "mnist_usps": "../shared/data/mnist_usps"}
-
 BUILTIN = (OFFICE31, OFFICEHOME, IMAGECLEF, VISDA2017, DEMO, OFFICE_CALTECH10, MNIST_USPS, OFFICEHOME_15913)
 BUILTIN_NAMES = frozenset(s.name for s in BUILTIN)
 

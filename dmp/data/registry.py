@@ -23,8 +23,7 @@ import re
 from pathlib import Path
 
 from ..io import sha256_file, write_json, write_text
-from .catalog import (BUILTIN, BUILTIN_NAMES, PUBLISHED_DUPLICATES, SHARED_COPIES, BrokenDeclaration,
-                      read_declaration)
+from .catalog import BUILTIN, BUILTIN_NAMES, PUBLISHED_DUPLICATES, BrokenDeclaration, read_declaration
 from .spec import DatasetSpec, domain_folder, partial_indices, placed_by_hand, visible_name
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -122,10 +121,7 @@ def data_root(spec: DatasetSpec) -> Path:
         return Path(env).expanduser().resolve() / spec.name
     if spec.default_root:
         return (PROJECT / spec.default_root).resolve()
-    local, shared = dataset_dir(spec.name) / "data", SHARED_COPIES.get(spec.name)
-    if shared and not local.exists() and (PROJECT / shared).is_dir():  # a read-only copy, where there is one
-        return (PROJECT / shared).resolve()
-    return local
+    return dataset_dir(spec.name) / "data"
 
 
 def download_dir(spec: DatasetSpec) -> Path:
