@@ -1,10 +1,11 @@
 """Your own architecture: ``backbone=timm:<model name>`` or ``backbone=torchvision:<model name>`` with a local
 weights file (``weights_path=FILE``: ImageNet or self-supervised, any form :func:`~dmp.models.weights.load_weights`
 accepts). The network is built without its classifier (timm ``num_classes=0``; torchvision's last ``fc`` /
-``classifier`` / ``heads`` replaced by the identity), the file is loaded with the same checks as the built-in
-backbones and recorded in metrics.json (path and sha256). The input scaling is the model's: timm's
-``pretrained_cfg`` mean/std (:class:`~dmp.models.efficientnet.Rescale` from the pipeline's ImageNet mean/std),
-torchvision's ImageNet mean/std (the pipeline's own).
+``classifier`` / ``heads`` replaced by the identity from its first Linear on: ConvNeXt keeps the LayerNorm and the
+flatten before it), the file is loaded with the same checks as the built-in backbones and recorded in metrics.json
+(path and sha256). The input scaling is the model's: timm's ``pretrained_cfg`` mean/std
+(:class:`~dmp.models.efficientnet.Rescale` from the pipeline's ImageNet mean/std), torchvision's ImageNet mean/std
+(the pipeline's own).
 """
 from __future__ import annotations
 
@@ -20,14 +21,23 @@ PATTERN = re.compile(r"(timm|torchvision):([A-Za-z0-9_.]+)")
 
 
 def _strip_classifier(model: nn.Module) -> tuple[str, int]:
-    """Replace a torchvision model's classifier by the identity; returns its attribute name and input width."""
+    """Replace a torchvision model's classifier by the identity; returns its attribute name and input width. A
+    classifier that is a Sequential keeps the layers before its first Linear but dropout (ConvNeXt's LayerNorm and
+    flatten, MaxViT's pool, flatten and LayerNorm: the features are vectors); the rest become identities."""
     for name in ("fc", "classifier", "heads", "head"):
         head = getattr(model, name, None)
         if head is None:
             continue
         linears = [m for m in head.modules() if isinstance(m, nn.Linear)] if not isinstance(head, nn.Linear) else [head]
         if linears:
-            setattr(model, name, nn.Identity())
+            first = next((i for i, m in enumerate(head) if isinstance(m, nn.Linear)), 0) \
+                if isinstance(head, nn.Sequential) else 0
+            if first:
+                for i, m in enumerate(head):
+                    if i >= first or isinstance(m, nn.Dropout):
+                        head[i] = nn.Identity()
+            else:
+                setattr(model, name, nn.Identity())
             return name, linears[0].in_features
     raise ValueError(f"cannot find the classifier of {model.__class__.__name__} (looked for fc, classifier, heads)")
 

@@ -66,9 +66,9 @@ def load_weights(model: nn.Module, path: Path, what: str, classifier: str | None
             state = {k[len(prefix):]: v for k, v in state.items()}
     if convert is not None:
         state = convert(state)
-    left_out = [k for k in state if classifier and k.startswith(classifier + ".")]
-    state = {k: v for k, v in state.items() if k not in left_out}
     own = model.state_dict()
+    left_out = [k for k in state if classifier and k.startswith(classifier + ".") and k not in own]
+    state = {k: v for k, v in state.items() if k not in left_out}
     missing, unexpected = own.keys() - state.keys(), state.keys() - own.keys()
     shapes = [f"{k} {tuple(state[k].shape)} (needs {tuple(own[k].shape)})" for k in sorted(own.keys() & state.keys())
               if state[k].shape != own[k].shape]
