@@ -60,7 +60,19 @@ def error_message(exc: BaseException) -> str:
             cause = cause.__cause__ or cause.__context__
         if cause is not None:  # e.g. torch.save on a full disk: RuntimeError raised while handling ENOSPC
             text = f"{error_message(cause)} ({text})"
-    return " ".join(text.split()) or type(exc).__name__
+    return " ".join(_worker_message(text).split()) or type(exc).__name__
+
+
+def _worker_message(text: str) -> str:
+    """A DataLoader worker's exception, re-raised in the main process as "Caught X in DataLoader worker process N.
+    Original Traceback (most recent call last): ... X: message", as the single-process path gives it: the last line
+    of the worker's traceback (its own ``X: message``, or the message alone for the package's errors)."""
+    if "in DataLoader worker process" not in text or "Original Traceback" not in text:
+        return text
+    last = [line for line in text.strip().splitlines() if line.strip()][-1].strip()
+    kind, sep, message = last.partition(": ")
+    plain = kind.split(".")[-1] in ("ValueError", "KeyError", "OSError", "FileNotFoundError", "PermissionError")
+    return message if sep and plain else last
 
 
 def run_command(func, args, debug: bool = False):

@@ -91,6 +91,9 @@ def read_metrics(path, expected: dict, keys) -> tuple[dict | None, str | None]:
         return None, why
     if metrics.get("status") != "complete":
         return None, f"status {metrics.get('status')!r}, not 'complete'"
+    if metrics.get("target_labels_read"):
+        return None, (f"a run that read target labels ({metrics['target_labels_read']}): a diagnosis, never a "
+                      f"result of a table")
     config = metrics.get("config")
     if not isinstance(config, dict):
         return None, "no recorded config"

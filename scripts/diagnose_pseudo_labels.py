@@ -101,6 +101,9 @@ class LabelledIntra:
 class DiagnosisTrainer(Trainer):
     def __init__(self, cfg, task, out, read: torch.Tensor):
         super().__init__(cfg, task, out, progress=True)
+        if bool(read.any()):   # said in the run's own metrics.json: no table or report ever takes it as a result
+            self.target_labels_read = (f"the labels of {int(read.sum())} of the {len(read)} target images, read by "
+                                       f"the intra-class term")
         self.target = RecordingStream(task.target_train, cfg["batch_size"], cfg["seed"], 1, self.workers)
         self.method = LabelledIntra(self.method, self.target, task.target_train.labels, read)
         self.compiled = compiled.Step(self, self.compile_mode)

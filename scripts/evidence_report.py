@@ -10,6 +10,7 @@ import pandas as pd
 from evidence_studies import (ANCHORS, COMPARISON, COMPARISON_BASE, DIGITS_INIT, NAMES, PARTIAL, PUBLISHED,
                              PUBLISHED_SOURCE, ROOT,
                               SHORT, VANILLA, WEAK_VARIANTS, variant_folder)
+from office31_headline import section as office31_headline
 from office31_report import section as office31_section
 from partial_lockin import section as lockin_section
 
@@ -371,6 +372,7 @@ def render(df: pd.DataFrame, protos: pd.DataFrame | None = None, geo: pd.DataFra
         above, below = versions(part, "method", order)
         lines += [f"## {dataset}, {setting}", "", f"{part['seed'].nunique()} seeds.", "", *above, md, "", *below,
                   _wins(wins), ""]
+    lines += office31_headline()
     lines += office31_section()
     lines += lockin_section()
     lines += comparison_section(df)

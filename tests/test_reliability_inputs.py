@@ -289,3 +289,55 @@ def test_a_non_number_in_a_convergence_log_names_the_file_and_line(tmp_path, cap
                                    figure_config_json(config, "convergence"), "--results", str(tmp_path),
                                    "--out", str(tmp_path / "out")])
     assert err == f"error: {log} line 3: another number of values than the header's columns"
+
+
+def test_a_run_that_read_target_labels_says_so_and_no_table_takes_it(tmp_path):
+    """A trainer that feeds target labels to a loss (the pseudo-label diagnosis) sets ``target_labels_read``: its
+    metrics.json records what it read and drops "no target labels used"; ``read_metrics`` (every table's and row's
+    reader) refuses that record while it takes the same run's record without the flag."""
+    import json
+
+    from synthetic import shift_task, small_cfg
+
+    from dmp.config import resolve
+    from dmp.metrics import read_metrics
+    from dmp.train import Trainer
+
+    cfg = resolve(small_cfg(iterations=4, intra_start=2))
+
+    class Reads(Trainer):
+        target_labels_read = "the labels of 3 of the 40 target images, read by the intra-class term"
+
+    Reads(cfg, shift_task(), tmp_path, progress=False).run()
+    record = json.loads((tmp_path / "metrics.json").read_text())
+    assert record["target_labels_read"].startswith("the labels of 3 of the 40")
+    assert "no target labels" not in record["model_selection"]
+    metrics, why = read_metrics(tmp_path / "metrics.json", cfg, ())
+    assert metrics is None and "read target labels" in why and "never a result of a table" in why
+    record["target_labels_read"] = None
+    (tmp_path / "metrics.json").write_text(json.dumps(record))
+    assert read_metrics(tmp_path / "metrics.json", cfg, ())[1] is None
+
+
+def test_an_error_in_a_dataloader_worker_is_the_single_process_line(tmp_path):
+    """A truncated JPEG read by a DataLoader worker (num_workers > 0) stops the run with the same one line the
+    single-process path prints (the file and why), not the worker's re-raised traceback."""
+    from PIL import Image
+    from torch.utils.data import DataLoader
+
+    from dmp.commands import error_message
+    from dmp.data.inputs import ImageListDataset, image_transforms
+
+    good = tmp_path / "good.jpg"
+    Image.new("RGB", (32, 32), (200, 10, 10)).save(good)
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(good.read_bytes()[:100])
+    (tmp_path / "list.txt").write_text("bad.jpg 0\n")
+    images = ImageListDataset(tmp_path, tmp_path / "list.txt", image_transforms(False, 32, 28), num_classes=1)
+    with pytest.raises(Exception) as alone:
+        images[0]
+    with pytest.raises(Exception) as caught:
+        next(iter(DataLoader(images, num_workers=1)))
+    assert "DataLoader worker" in str(caught.value)                     # what torch re-raises
+    line = error_message(alone.value)
+    assert error_message(caught.value) == line and "\n" not in line and "bad.jpg" in line

@@ -27,7 +27,7 @@ def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | No
 
     results = results or Suite(config).results
     out_dir = Path(out or results) / "tables"
-    agg, reported, comp = _compared(config, table, reported_csv, results)
+    agg, reported, comp = compared(config, table, reported_csv, results)
     if row is not None:
         block, row_id = row
         sel = (comp["row"] == row_id).to_numpy() & (agg["block"] == block).to_numpy()
@@ -48,7 +48,7 @@ def build(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | No
     return [out_dir / name for name in files]
 
 
-def _compared(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | None = None):
+def compared(config: dict, table: str, reported_csv=REPORTED_CSV, results: str | None = None):
     """(aggregated cells, the paper's numbers, the comparison view) of ``table`` from the runs that exist."""
     from dmp.tables.aggregate import aggregate
     from dmp.tables.render import comparison
@@ -66,7 +66,7 @@ def headline(config: dict, table: str, block: str | None = None, reported_csv=RE
     README's headline result, rebuilt from the runs by ``dmp tables headline``."""
     from dmp.tables.card import card, headline as render_headline
 
-    _, _, comp = _compared(config, table, reported_csv, results)
+    _, _, comp = compared(config, table, reported_csv, results)
     blocks = list(dict.fromkeys(comp["block"]))
     block = block or blocks[0]
     if block not in blocks:

@@ -88,6 +88,11 @@ class Trainer:
     """Build with a resolved config, a :class:`Task` and an output folder; :meth:`run` trains (resuming from
     ``out/checkpoint.pt`` when present) and writes ``metrics.json``."""
 
+    # What of the target's labels the run reads (a diagnosis that feeds some to a loss says what, e.g. "30 % of the
+    # target images' labels, read by the intra-class term"); None for every method of the suite. A record that says
+    # it read any is refused by every table and report (dmp.metrics.read_metrics).
+    target_labels_read: str | None = None
+
     def __init__(self, cfg: dict, task: Task, out: Path, progress: bool = True):
         self.cfg, self.task, self.out, self.progress = cfg, task, Path(out), progress
         for part in ("source_train", "source_eval", "target_train", "target_eval"):
@@ -495,7 +500,9 @@ class Trainer:
             "device": str(self.device),
             "gpu": gpu_info(self.device),
             "threads": torch.get_num_threads(),
-            "model_selection": "last iteration (no target labels used)",
+            "model_selection": "last iteration (no target labels used)" if not self.target_labels_read else
+            "last iteration",
+            "target_labels_read": self.target_labels_read,
             "accuracy_log": [{"iteration": int(i), "epoch": i / self.iters_per_epoch, "accuracy": a}
                              for i, a in self.accuracy_log],
         }
