@@ -117,3 +117,33 @@ def test_a_record_reads_the_size_from_an_older_datasets_transform():
     tf = "Compose(\n    Resize(size=(146, 146), interpolation=bilinear)\n    CenterCrop(size=(128, 128))\n)"
     assert (_stored_size({}, "resize", tf), _stored_size({}, "crop", tf)) == (146, 128)
     assert _stored_size({"crop": 224}, "crop", tf) == 224 and _stored_size({}, "crop", "") is None
+
+
+def test_the_head_form_goes_through_the_suite_into_a_table(isolated, monkeypatch, tmp_path):
+    """A suite config over the stored trunk, as config/office31_lite.yaml is over Office-31's: the run trained with
+    the suite's own arguments is taken by the table (its accuracy printed, to one decimal, in the Markdown table and
+    the report card), and the frozen probe beside it on the same trunk."""
+    from dmp.config import parse_overrides
+    from dmp.suite import Suite
+    from dmp.tables.cli import build
+    from dmp.train import train
+
+    _extract(isolated, monkeypatch, "demo_t32v2", "--views", "2")
+    config = {"results": str(tmp_path / "results"), "seeds": [0], "threads": 1,
+              "train": {"iterations": 6, "batch_size": 5, "intra_start": 2, "anchor_period": 3, "save_features": 0,
+                        "interpolation_per_class": 2, "pretrained": False, "eval_batch_size": 8,
+                        "backbone_bn": "frozen"},
+              "tables": {"vanilla": {"methods": ["frozen_probe", "source_only"], "metric": "G",
+                                     "datasets": {"demo_t32v2": {"tasks": ["S->N"]}}}}}
+    suite = Suite(config)
+    accuracy = {}
+    for run in suite.table_runs("vanilla"):
+        metrics = train(parse_overrides(suite.train_args(run)), run.folder(suite.results), progress=False)
+        accuracy[run.method] = metrics["accuracy"]
+    paths = build(config, "vanilla")
+    md = next(p for p in paths if p.name == "vanilla.md").read_text()
+    card = next(p for p in paths if p.name == "vanilla.card.md").read_text()
+    for method, label in (("frozen_probe", "Frozen probe (source only, backbone frozen)"), ("source_only", "Source only")):
+        row = next(line for line in md.splitlines() if line.startswith(f"| {label} "))
+        assert f"{accuracy[method]:.1f}" in row
+    assert "| not run" not in card and ", 0 not run." in card
