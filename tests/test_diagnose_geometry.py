@@ -1,16 +1,16 @@
-"""scripts/diagnose_geometry.py (the evidence study "geometry"): what a finished run's features say about the two
-domains."""
+"""studies/geometry.py (the evidence study "geometry"): what a finished run's features say about the two domains."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
-from scripts_module import load_script
+
+from studies import geometry as study
 
 
 def _script():
-    return load_script("diagnose_geometry")
+    return study
 
 
 def _run(tmp_path, hs, ys, ht, yt, batch_size=8):

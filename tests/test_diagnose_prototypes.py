@@ -1,17 +1,17 @@
-"""scripts/diagnose_prototypes.py (the evidence study "prototypes"): nearest-source-class-mean accuracy per manifold
-layer at the intra-class term's start, on a features dataset declared in a temporary registry."""
+"""studies/prototypes.py (the evidence study "prototypes"): nearest-source-class-mean accuracy per manifold layer at
+the intra-class term's start, on a features dataset declared in a temporary registry."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from data_fixtures import isolated  # noqa: F401 (fixture)
-from scripts_module import load_script
 
 from dmp.data import registry
+from studies import prototypes as study
 
 
 def _script():
-    return load_script("diagnose_prototypes")
+    return study
 
 
 def _declare(separation: float, n: int = 120, dim: int = 16):

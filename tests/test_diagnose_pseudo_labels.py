@@ -1,4 +1,4 @@
-"""scripts/diagnose_pseudo_labels.py (the diagnosis of L_DS's share on Office-31): the intra-class term reads the
+"""studies/office31/pseudo_label_runs.py (the diagnosis of L_DS's share on Office-31): the intra-class term reads the
 labels of a fixed fraction of the target, the rest of the run is DMP's own, and it is scored on the other images."""
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import types
 import pytest
 import torch
 from data_fixtures import isolated  # noqa: F401 (fixture)
-from scripts_module import load_script
 from test_diagnose_prototypes import _declare
 
 from dmp.train import train
+from studies.office31 import pseudo_label_runs
 
 
 def _script():
-    return load_script("diagnose_pseudo_labels")
+    return pseudo_label_runs
 
 
 def test_the_read_images_are_nested_across_fractions_and_fixed_by_the_seed():

@@ -1,6 +1,7 @@
 """The package's layers flow one way: drawn from the source (every import, at the top of a file or inside a
 function), no import circle between dmp's packages and top-level modules, and no import from a layer to one above it.
-The layers of dmp/data among themselves: tests/test_data_layers.py."""
+The studies (studies/) sit above dmp: no circle among their modules, no private name imported, and no import of
+them from dmp. The layers of dmp/data among themselves: tests/test_data_layers.py."""
 from __future__ import annotations
 
 import ast
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 DMP = Path(__file__).resolve().parents[1] / "dmp"
+STUDIES = DMP.parent / "studies"
 # Bottom to top. A unit is a package of dmp/ or a top-level module; a unit may import units of its own layer (no
 # circle) and of the layers below it.
 LAYERS = [
@@ -125,9 +127,8 @@ def test_pending_edges_still_exist(edge):
 
 @pytest.mark.parametrize("folder", ["benchmarks", "scripts"])
 def test_tools_import_each_other_one_way(folder):
-    """The benchmark scripts import their shared pieces from one module (benchmarks/step_probes.py), the research
-    scripts theirs from the modules that own them (scripts/evidence_studies.py, scripts/study_runs.py, ...): never
-    each other in a circle, at the top of a file or inside a function."""
+    """The benchmark scripts import their shared pieces from one module (benchmarks/step_probes.py), the tools of
+    scripts/ none of each other: never each other in a circle, at the top of a file or inside a function."""
     root = DMP.parent / folder
     names = {p.stem for p in root.glob("*.py")}
     edges = defaultdict(list)
@@ -141,6 +142,72 @@ def test_tools_import_each_other_one_way(folder):
     found = circles(edges)
     assert not found, f"import circles among {folder}/: " + " | ".join(
         " <-> ".join(c) + ": " + _shown(edges, [(a, b) for (a, b) in edges if a in c and b in c]) for c in found)
+
+
+def study_imports(root: Path = STUDIES) -> list[tuple[str, str, list[str], str]]:
+    """``[(module, imported module, imported names, "file:line")]`` over every import of every file under ``root``
+    (a package named as ``root``'s folder; relative imports resolved; ``from a import b`` of a module ``b`` is an
+    import of ``a.b``)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        package = ".".join(parts[:-1])
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            where = f"{path.relative_to(root.parent)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import):
+                found += [(module, a.name, [], where) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                for a in node.names:
+                    sub = root.parent.joinpath(*f"{base}.{a.name}".split("."))
+                    if sub.with_suffix(".py").is_file() or (sub / "__init__.py").is_file():
+                        found.append((module, f"{base}.{a.name}", [], where))
+                    else:
+                        found.append((module, base, [a.name], where))
+    return found
+
+
+def test_no_import_circle_among_the_studies():
+    edges = defaultdict(list)
+    for module, target, _, where in study_imports():
+        if target.split(".")[0] == STUDIES.name and target != module:
+            edges[module, target].append(where)
+    found = circles(edges)
+    assert not found, "import circles among studies/: " + " | ".join(
+        " <-> ".join(c) + ": " + _shown(edges, [(a, b) for (a, b) in edges if a in c and b in c]) for c in found)
+
+
+def test_the_studies_import_no_private_name():
+    """dmp's public names only, and the studies' own (a name of another module that starts with ``_`` is that
+    module's alone)."""
+    private = [f"{target} {', '.join(names)} ({where})" for module, target, names, where in study_imports()
+               if target != "__future__" and (any(p.startswith("_") for p in target.split("."))
+                                              or any(n.startswith("_") for n in names))]
+    assert private == []
+
+
+def test_dmp_never_imports_the_studies():
+    upward = [where for _, target, _, where in study_imports(DMP) if target.split(".")[0] == STUDIES.name]
+    assert upward == []
+
+
+def test_the_studies_graph_sees_what_it_must(tmp_path):
+    """Against a hand-made package: ``from pkg import mod`` is an import of the module, ``from .mod import _x`` a
+    private name, and a circle through two modules is found."""
+    pkg = tmp_path / "studies"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from studies.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from ..a import _x\n")
+    imports = study_imports(pkg)
+    assert [(m, t, n) for m, t, n, _ in imports] == [("studies.a", "studies.sub.b", []),
+                                                     ("studies.sub.b", "studies.a", ["_x"])]
+    assert circles({(m, t): [] for m, t, _, _ in imports}) == [["studies.a", "studies.sub.b"]]
 
 
 def test_the_graph_sees_what_it_must(tmp_path):

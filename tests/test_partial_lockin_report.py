@@ -1,11 +1,11 @@
-"""scripts/partial_lockin.py: the lock-in section of docs/evidence.md on fabricated run folders, against counts made
+"""studies/lockin.py: the lock-in section of docs/evidence.md on fabricated run folders, against counts made
 by hand (a collapse threshold on the wrong side, a momentum read from the wrong key, or a confusion rate over the
 wrong axis gives other numbers)."""
 from __future__ import annotations
 
 import json
 
-from scripts_module import load_script
+from studies import lockin
 
 CLASSES = ["arrow", "circle", "hexagon"]
 
@@ -23,7 +23,7 @@ def _write(root, method, variant, seed, acc, per_class, momentum=None, confusion
 
 
 def test_collapses_per_momentum_and_the_near_pair(tmp_path):
-    report = load_script("partial_lockin")
+    report = lockin
     _write(tmp_path, "dmp", "m0", 0, 66.7, [100.0, 0.0, 100.0], 0.0)        # circle lost
     _write(tmp_path, "dmp", "m0", 1, 70.0, [100.0, 10.0, 100.0], 0.0)       # at the threshold: collapsed
     _write(tmp_path, "dmp", "m0", 2, 99.0, [100.0, 97.0, 100.0])            # no key: the paper's momentum 0
@@ -44,4 +44,4 @@ def test_collapses_per_momentum_and_the_near_pair(tmp_path):
 
 
 def test_no_runs_no_section(tmp_path):
-    assert load_script("partial_lockin").section(tmp_path) == []
+    assert lockin.section(tmp_path) == []

@@ -1,16 +1,13 @@
-"""scripts/weak_features.py (the evidence study "weak"): the SURF-like descriptors and the bag of visual words."""
+"""studies/weak_features.py (the weak-feature studies' datasets): the SURF-like descriptors and the bag of visual
+words."""
 from __future__ import annotations
 
 import numpy as np
-from scripts_module import load_script
 
-
-def _script():
-    return load_script("weak_features")
+from studies import weak_features as wf
 
 
 def test_surf_descriptors_are_unit_64d_and_skip_flat_windows():
-    wf = _script()
     img = np.zeros((16, 16))
     img[:, 1:3] = 1.0  # a vertical stroke at the left edge, from top to bottom
     desc = wf.surf_descriptors(img, 8, 2)
@@ -21,12 +18,11 @@ def test_surf_descriptors_are_unit_64d_and_skip_flat_windows():
     assert wf.surf_descriptors(np.full((16, 16), 0.5), 8, 2).shape == (0, 64)
 
 
-def test_bag_of_words_gives_word_frequencies():
-    wf = _script()
+def test_bag_of_words_gives_word_frequencies(monkeypatch):
     rng = np.random.default_rng(0)
     images = [rng.random((16, 16)) for _ in range(6)]
     desc = [wf.surf_descriptors(im, 8, 2) for im in images] + [np.zeros((0, 64))]
-    wf.WORDS = 5
+    monkeypatch.setattr(wf, "WORDS", 5)
     book = wf._codebook(desc[:-1])
     bags = wf.bag_of_words(desc, book)
     assert bags.shape == (7, 5)

@@ -1,7 +1,8 @@
 """Hand-crafted features of the demo images and of the real MNIST<->USPS digits, declared as features datasets
 (``datasets/<name>/dataset.yaml`` + ``.npz`` files, ignored by git) as a user brings their own features: the
-stand-ins for the weak hand-crafted features (SURF bag-of-words, raw pixels) of the shallow-DA benchmarks.
-Evidence only (``python scripts/evidence.py --study weak``), not part of the product.
+stand-ins for the weak hand-crafted features (SURF bag-of-words, raw pixels) of the shallow-DA benchmarks, read by
+the weak-feature studies (:mod:`studies.weak`). ``python -m studies weak-features demo`` (or ``digits``) declares
+them; Snakemake does before the studies' first run on them.
 
 * ``demo_pixels``: 12 x 12 grey levels (144-d);
 * ``demo_gradients``: gradient-orientation histograms on a 4 x 4 grid plus a colour histogram (192-d);
@@ -148,3 +149,20 @@ def declare_digits() -> None:
 def declare() -> None:
     declare_demo()
     declare_digits()
+
+
+def main(argv=None) -> int:
+    """``python -m studies weak-features demo|digits``: declare the demo images' features (the images generated first
+    where absent) or the digits' (the developers' copy linked first where absent)."""
+    import argparse
+
+    from studies import runs, shared_copies
+    ap = argparse.ArgumentParser(prog="python -m studies weak-features")
+    ap.add_argument("set", choices=["demo", "digits"])
+    if ap.parse_args(argv).set == "demo":
+        runs.demo_images()
+        declare_demo()
+    else:
+        shared_copies.link()
+        declare_digits()
+    return 0

@@ -1,10 +1,10 @@
 """The developers' read-only copies of the two evidence datasets, kept beside the checkout (``../shared/data``), put
 where a user puts their own copy: a link at the dataset's data folder (``datasets/<name>/data``, or
-``$DMP_DATA_DIR/<name>``), made only where nothing is there yet. The package knows no path outside the repository;
-``scripts/evidence.py`` links them before its runs, the tests that read them link them under a temporary
-``DMP_DATA_DIR`` (and are skipped where they are absent).
+``$DMP_DATA_DIR/<name>``), made only where nothing is there yet. The package dmp knows no path outside the
+repository; a study's run links them before it trains (``python -m studies run``), the tests that read them link
+them under a temporary ``DMP_DATA_DIR`` (and are skipped where they are absent).
 
-    python scripts/shared_copies.py      # link them once, by hand
+    python -m studies link-shared      # link them once, by hand
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def present() -> bool:
 
 def link() -> list[str]:
     """Link each copy that is present at its dataset's data folder where that folder is absent; returns the datasets
-    linked now."""
+    linked by this call."""
     from dmp.data import registry
 
     linked = []
@@ -36,5 +36,7 @@ def link() -> list[str]:
     return linked
 
 
-if __name__ == "__main__":
+def main(argv=None) -> int:
+    """Link the copies and say which."""
     print("linked: " + (", ".join(link()) or "nothing (in place already, or no copy beside the checkout)"))
+    return 0

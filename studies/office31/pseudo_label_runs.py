@@ -1,4 +1,4 @@
-"""Diagnosis: does DMP's discriminative loss L_DS add less on Office-31 here than in the paper because its target
+"""The pseudo-label diagnosis: does DMP's discriminative loss L_DS add less on Office-31 here than in the paper because its target
 pseudo-labels are worse?
 
 L_DS's target term (Eq. WeightedIntraLoss) pulls each target feature towards the source anchor of its top-k
@@ -17,33 +17,33 @@ from the seed, so a larger ``q`` reads those of a smaller one and more; each ``q
 not read.
 
 Usage (one run; a finished run is skipped, an interrupted one resumes from its checkpoint):
-    python scripts/diagnose_pseudo_labels.py --task W-A --method dmp --fraction 0.3 --seed 0
+    python -m studies pseudo-labels --task W-A --method dmp --fraction 0.3 --seed 0
 Runs: results/office31_lite/diagnosis/pseudo_labels/q<q>/<task>/<method>/seed<k>/ (the trainer's files, and
-diagnosis.json: the per-image predictions, the read images, the accuracies); read by scripts/office31_report.py.
-``--set key=value`` (repeatable) changes a key of the preset for every run of a variant, which lives in a root of
-its own: ``--set weight_norm=mean_one`` writes under results/office31_lite/diagnosis/pseudo_labels_weight_norm-mean_one/.
+diagnosis.json: the per-image predictions, the read images, the accuracies); read by
+:mod:`studies.office31.pseudo_labels`. ``--set key=value`` (repeatable) changes a key of the preset for every run of
+a variant, which lives in a root of its own: ``--set weight_norm=mean_one`` writes under
+results/office31_lite/diagnosis/pseudo_labels_weight_norm-mean_one/. The runs the study reads are declared in
+:data:`RUNS`.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
-import sys
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from dmp.config import ConfigError, resolve
+from dmp.data.inputs import BatchStream, TensorDataset, build_task, mix_seeds
+from dmp.suite import yaml_value
+from dmp.train import compiled
+from dmp.train.evaluate import predict
+from dmp.train.trainer import Trainer
+from studies.records import OFFICE31
 
-from dmp import methods  # noqa: E402
-from dmp.data.inputs import BatchStream, TensorDataset, _mix  # noqa: E402
-from dmp.train import compiled  # noqa: E402
-from dmp.train.evaluate import predict  # noqa: E402
-from dmp.train.trainer import Trainer  # noqa: E402
-
-OUT = ROOT / "results/office31_lite/diagnosis/pseudo_labels"
+OUT = OFFICE31 / "diagnosis" / "pseudo_labels"
 DATASET = "office31_lite0_s5v20_t128"
 DOMAINS = {"A": "amazon", "D": "dslr", "W": "webcam"}
 
@@ -51,7 +51,7 @@ DOMAINS = {"A": "amazon", "D": "dslr", "W": "webcam"}
 def read_order(n: int, seed: int) -> torch.Tensor:
     """The seed's permutation of the ``n`` target images: a run with fraction ``q`` reads the labels of its first
     ``round(q n)`` entries (the same images for every method of the seed, nested across ``q``)."""
-    return torch.randperm(n, generator=torch.Generator().manual_seed(_mix(seed, 0x5EED, n)))
+    return torch.randperm(n, generator=torch.Generator().manual_seed(mix_seeds(seed, 0x5EED, n)))
 
 
 def read_mask(n: int, seed: int, fraction: float) -> torch.Tensor:
@@ -73,7 +73,7 @@ class RecordingStream(BatchStream):
 
     def iterate(self, start, stop, pin_memory=False):
         if not isinstance(self.dataset, TensorDataset):
-            raise SystemExit("diagnose_pseudo_labels: a features dataset is needed (the stored trunk)")
+            raise SystemExit("pseudo-labels: a features dataset is needed (the stored trunk)")
         for t in range(start, stop):
             keys = self.keys(t)
             self.last = [i for i, _ in keys]
@@ -112,8 +112,6 @@ class DiagnosisTrainer(Trainer):
 def diagnose(user_cfg: dict, fraction: float, out: Path) -> dict:
     """Train ``user_cfg`` (a DMP variant) into ``out`` with the labels of ``fraction`` of the target read by the
     intra-class term; returns (and writes) ``out/diagnosis.json``."""
-    from dmp.config import resolve
-    from dmp.data.inputs import build_task
     done = out / "diagnosis.json"
     if done.is_file():
         return json.loads(done.read_text())
@@ -123,7 +121,7 @@ def diagnose(user_cfg: dict, fraction: float, out: Path) -> dict:
     data = build_task(cfg)
     labels = data.target_train.labels
     if not torch.equal(labels, data.target_eval.labels):
-        raise SystemExit("diagnose_pseudo_labels: the target's training and scored images differ in order")
+        raise SystemExit("pseudo-labels: the target's training and scored images differ in order")
     read = read_mask(len(labels), cfg["seed"], fraction)
     trainer = DiagnosisTrainer(cfg, data, out, read)
     metrics = trainer.run()
@@ -179,7 +177,6 @@ def run(task: str, method: str, fraction: float, seed: int, out_root: Path = OUT
            "metric": "G", "device": "cpu", "threads": 1, "method": method, "seed": seed,
            "log_accuracy_every": 50,  # the target accuracy when the intra-class term starts (training unchanged)
            **overrides}
-    from dmp.config import ConfigError, resolve
     try:
         resolved = resolve({**cfg, "compile": "off"})
     except ConfigError as e:
@@ -192,12 +189,11 @@ def run(task: str, method: str, fraction: float, seed: int, out_root: Path = OUT
 def canonical(overrides: dict, resolved: dict) -> dict:
     """Each override as the value the config resolved it to, in the suite's YAML spelling (``False``, ``FALSE`` ->
     ``false``; ``1e1`` -> ``10.0``), so one variant has one root whatever its spelling."""
-    from dmp.suite import yaml_value
     return {k: yaml_value(resolved[k]) for k in overrides}
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m studies pseudo-labels", description=__doc__.split("\n\n")[0])
     ap.add_argument("--task", required=True, choices=[f"{a}-{b}" for a in DOMAINS for b in DOMAINS if a != b])
     ap.add_argument("--method", required=True)
     ap.add_argument("--fraction", type=float, default=0.0)

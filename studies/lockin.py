@@ -1,5 +1,5 @@
-"""The partial setting's lock-in on the demo, and the off-by-default stabiliser of the class weights
-(``mean_prediction_momentum``), as a section of docs/evidence.md.
+"""The lock-in study: the partial setting's lock-in on the demo, and the off-by-default stabiliser of the class
+weights (``mean_prediction_momentum``).
 
 In the partial setting DMP weights the intra-class term by the mean target prediction ``pi`` of the last refresh (Eq.
 ClassWeight). When a refresh falls on an epoch where two near classes of the target trade places, the weight of the
@@ -9,55 +9,49 @@ demo's two partial tasks for 10 seeds with the paper's ``pi`` (momentum 0) and w
 (momentum 0.5 and 0.9, the same for every task and seed; nothing chosen on the results), all with one pre-trained CNN,
 one data version and one code version; and source-only on the same seeds, whose confusions show the near class pairs.
 
-    python scripts/partial_lockin.py [--jobs 2]     # runs what is missing, then prints the section
-    python scripts/partial_lockin.py --report-only
-
 Runs: ``results/evidence/runs/lockin/demo/partial/<task>/<method>/<variant>/seed<k>/`` (metrics.json: config, seed,
 git commit, dataset version, weights sha256).
 """
 from __future__ import annotations
 
-import argparse
-import concurrent.futures as cf
 import itertools
-import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT))
-OUT = ROOT / "results" / "evidence" / "runs"
+from studies.records import EVIDENCE, records, task_of
+from studies.runs import DEMO, run
+
 STUDY = "lockin"
-TASKS = [("solid", "outline"), ("solid", "noisy")]
-SHORT = {"solid": "S", "outline": "O", "noisy": "N"}
+TASKS = DEMO
 SEEDS = range(10)
 VARIANTS = {"m0": 0.0, "m0.5": 0.5, "m0.9": 0.9}
 """Variant folder -> mean_prediction_momentum (m0: the paper's pi)."""
+
+
 COLLAPSE = 10.0
 """A target class whose final accuracy is at most this (%) counts as collapsed."""
 
 
-def jobs(weights: str):
-    for (src, tgt), seed in itertools.product(TASKS, SEEDS):
-        base = dict(dataset="demo", setting="partial", source=src, target=tgt, seed=seed, weights_path=weights)
-        yield dict(base, method="source_only"), Path(STUDY, "demo", "partial", f"{src}-{tgt}", "source_only",
-                                                     "m0", f"seed{seed}")
-        for variant, m in VARIANTS.items():
-            yield (dict(base, method="dmp", mean_prediction_momentum=m),
-                   Path(STUDY, "demo", "partial", f"{src}-{tgt}", "dmp", variant, f"seed{seed}"))
+def runs() -> list:
+    """Every run of the study: source-only and DMP at each momentum, on both tasks and every seed."""
+    out = []
+    for task, seed in itertools.product(TASKS, SEEDS):
+        out.append(run(STUDY, "demo", "partial", task, "source_only", seed, "m0"))
+        out += [run(STUDY, "demo", "partial", task, "dmp", seed, variant, mean_prediction_momentum=m)
+                for variant, m in VARIANTS.items()]
+    return out
 
 
-def collect(root: Path = OUT) -> list[dict]:
+def collect(root: Path = EVIDENCE) -> list[dict]:
+    """The study's runs under ``root``, one dict each: task, method, momentum, seed, accuracy, the collapsed target
+    classes, the class names, the confusion matrix and the versions."""
     rows = []
-    for path in sorted((root / STUDY).glob("demo/partial/*/*/*/seed*/metrics.json")):
-        m = json.loads(path.read_text())
+    for _, m in records(root / STUDY, "demo/partial/*/*/*/seed*/metrics.json"):
         c = m["config"]
         per_class = m["per_class_accuracy"]
         low = {k: v for k, v in per_class.items() if v is not None and v <= COLLAPSE}
-        rows.append(dict(task=f"{SHORT[c['source']]}->{SHORT[c['target']]}", method=c["method"],
+        rows.append(dict(task=task_of(c), method=c["method"],
                          momentum=float(c.get("mean_prediction_momentum", 0.0)), seed=c["seed"],
                          accuracy=m["accuracy"], collapsed=sorted(low), classes=m["class_names"],
                          confusion=np.array(m["confusion_matrix"], dtype=float), version=m["dataset_version"],
@@ -80,7 +74,8 @@ def near_pairs(rows: list[dict], top: int = 3) -> list[tuple[float, str, str]]:
     return [(float(rate[i, j]), names[i], names[j]) for i, j in order if rate[i, j] > 0]
 
 
-def section(root: Path = OUT) -> list[str]:
+def section(root: Path = EVIDENCE) -> list[str]:
+    """The study's section of docs/evidence.md (no runs: no lines)."""
     rows = collect(root)
     dmp = [r for r in rows if r["method"] == "dmp"]
     if not dmp:
@@ -91,7 +86,7 @@ def section(root: Path = OUT) -> list[str]:
             f"{', '.join(sorted({r['code'] for r in rows}))}; commits {', '.join(sorted({r['commit'] for r in rows}))}; "
             f"{len(rows)} runs.")
     lines = ["## The partial setting's lock-in and the class weights' momentum (demo)", "",
-             "`python scripts/partial_lockin.py` (its docstring says what it runs): DMP in the demo's partial tasks, "
+             "`snakemake study_lockin` (studies/lockin.py says what it runs): DMP in the demo's partial tasks, "
              f"seeds {min(SEEDS)}-{max(SEEDS)}, with the paper's class weights (`mean_prediction_momentum` 0: `pi` is "
              "the mean target prediction of the last refresh, Eq. ClassWeight) and with `pi` averaged across "
              "refreshes (`pi <- m pi_previous + (1 - m) pi_pass`); a run *collapses* when a target class ends at "
@@ -123,23 +118,3 @@ def section(root: Path = OUT) -> list[str]:
     if pairs:
         lines += ["", f"Source-only on the same seeds confuses, on the target (true -> predicted): {pairs}."]
     return lines + [""]
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--report-only", action="store_true")
-    args = ap.parse_args(argv)
-    if not args.report_only:
-        from study_runs import pretrained_weights, run_one
-        weights = pretrained_weights(OUT, ["demo"])["demo"]
-        todo = [(cfg, OUT / out) for cfg, out in jobs(weights) if not (OUT / out / "metrics.json").exists()]
-        from tqdm import tqdm
-        with cf.ProcessPoolExecutor(args.jobs) as pool:
-            for _ in tqdm(pool.map(run_one, todo), total=len(todo), desc="lock-in runs"):
-                pass
-    print("\n".join(section()))
-
-
-if __name__ == "__main__":
-    main()
