@@ -1,7 +1,7 @@
 # The DMP reproduction suite: every table of the paper from our own runs (see docs/workflow.md).
 #   snakemake --cores 4 all_tables                                  paper suite (config/config.yaml)
 #   snakemake --cores 2 all_tables --configfile config/demo.yaml    embedded CPU demo
-# Rules are thin: the logic (which runs each table needs, their arguments) is in dmp/suite.py, the tables are
+# Rules are thin: the logic (which runs each table needs, their arguments) is in dmp/suite/, the tables are
 # built by dmp/tables/.  Figures (docs/figures.md): `all` (the default target) = all_tables + all_figures; one figure:
 # figure_<name>; which runs a figure needs is in dmp/figures/plan.py, the figures are built by dmp/figures/.
 import os
@@ -23,10 +23,13 @@ if not workflow.config_settings.configfiles:
 
 
 # One line for a refused config (a key the schema does not know, with the closest one; a value of the wrong type),
-# not the whole schema; `--config comparison_methods=false` is the boolean (Snakemake gives the string 'false').
+# not the whole schema; `--config comparison_methods=false` is the boolean (Snakemake gives the string 'false'), and
+# `--config seeds=[0,1]` the integers (Snakemake gives the strings '0' and '1').
+# Each block under `tables:` is checked against the schema its table kind declares (dmp/suite/kinds/).
 try:
     suite_lib.ready_for_schema(config, os.path.join(workflow.basedir, suite_lib.SCHEMA_FILE))
     validate(config, suite_lib.SCHEMA_FILE)
+    suite_lib.check_tables(config, os.path.join(workflow.basedir, suite_lib.SCHEMA_FILE))
 except (ValueError, WorkflowError) as err:
     raise WorkflowError(suite_lib.schema_problem(err)) from None
 
@@ -53,6 +56,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/studies.smk"
 
 
 report_absent_data(SUITE.all_runs() + FIGURE_PLAN.all_runs())

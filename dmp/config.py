@@ -395,6 +395,9 @@ def resolve(user: dict[str, Any], check_files: bool = False) -> dict[str, Any]:
     if cfg["crop"] > cfg["resize"]:
         raise ConfigError(f"config key 'crop' = {cfg['crop']} is larger than 'resize' = {cfg['resize']} (the crop is "
                           f"cut from the resized image): set crop <= resize")
+    if cfg["input_device"] and not cfg["input_cache"]:
+        raise ConfigError("config key 'input_device' = on holds the input cache on the device: set input_cache=on "
+                          "too (python -m dmp data cache DATASET builds it), or drop input_device")
     for key in ("dataset", "source", "target"):
         if cfg[key] is None:
             raise ConfigError(f"config key {key!r} is required")

@@ -6,7 +6,7 @@ config is the whole config ``python -m dmp train`` resolves for that run (:meth:
 every key that changes a result, not only the run's identity; a key recorded before it existed counts as its default,
 the runtime keys aside), its accuracies lie in [0, 100] and its times are finite and >= 0, with a finite number at
 every key the reader needs from it; any other file is skipped, and the reader says why. The research reports
-(``scripts/evidence_report.py``, ``scripts/office31_report.py``) read every record with the same checks
+(the package ``studies``) read every record with the same checks
 (:func:`load_record`) and stop at one that fails them, naming the file."""
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def parse_record(path) -> tuple[dict | None, str | None]:
 
 REPORT_KEYS = ("accuracy", "git_commit", "dataset_version", "config/dataset", "config/method", "config/seed",
                "config/source", "config/target")
-"""What the research reports (scripts/evidence_report.py, scripts/office31_report.py) read of every run record."""
+"""What the research reports (the package ``studies``) read of every run record."""
 
 
 def load_record(path, required=REPORT_KEYS) -> dict:

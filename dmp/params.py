@@ -67,6 +67,10 @@ INPUT_PARAMS: dict[str, Param] = {
                          "RESIZE: each image decoded and resized once, uint8, 196 KB per image at 256 px on disk), "
                          "crop/flip/normalise whole batches on the training device; the same batches as off",
                          **_choice(True, False)),
+    "input_device": Param(False, "on (with input_cache on): the run's domains held whole on the training device as "
+                          "one uint8 tensor, each training crop and flip drawn there from a generator seeded per "
+                          "iteration, no DataLoader workers: the same images per batch as off, other crops of the "
+                          "same distribution (docs/benchmarks.md)", **_choice(True, False)),
 }
 
 

@@ -14,6 +14,7 @@ import yaml
 
 from dmp import suite as suite_lib
 from dmp.suite import Suite, prepare, yaml_value
+from dmp.suite import signature as suite_signature
 from tests import hang_guard
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +39,7 @@ def job_counts(output: str) -> dict[str, int]:
 
 def expected_train_jobs(cfg: dict) -> int:
     """Distinct training runs of a suite config, counted straight from its table definitions (independently
-    of dmp/suite.py): shared runs (ablation G = the vanilla/partial G runs, time and interpolation = vanilla
+    of dmp/suite/): shared runs (ablation G = the vanilla/partial G runs, time and interpolation = vanilla
     runs, sample size n50/n50 only if it names the same splits) count once."""
     runs = set()
     tables = cfg["tables"]
@@ -69,10 +70,13 @@ def expected_train_jobs(cfg: dict) -> int:
 
 # ----------------------------------------------------------------------------- config validation
 def schema_error(cfg: dict) -> str:
+    """The error of the Snakefile's check: the schema file, then each table block against its kind's schema."""
     from snakemake.utils import validate
 
     with pytest.raises(Exception) as err:
-        validate(copy.deepcopy(cfg), str(SCHEMA))
+        cfg = copy.deepcopy(cfg)
+        validate(cfg, str(SCHEMA))
+        suite_lib.check_tables(cfg, SCHEMA)
     return str(err.value)
 
 
@@ -149,6 +153,30 @@ def test_the_words_true_and_false_of_a_config_option_are_the_booleans():
                                                    f"'boolean' (see {suite_lib.SCHEMA_FILE})")
 
 
+def test_the_seeds_of_a_config_option_are_the_integers_they_spell():
+    """`--config seeds=[0,1]` gives Snakemake's strings '0' and '1': the seeds are those integers; an item that
+    spells no integer, and every other key, keeps its schema error."""
+    from snakemake.utils import validate
+
+    cfg = load("config.yaml")
+    cfg.update(seeds=["0", " 7", 2], threads="3")
+    suite_lib.ready_for_schema(cfg, SCHEMA)
+    assert cfg["seeds"] == [0, 7, 2] and cfg["threads"] == "3"
+    validate({**cfg, "threads": 3}, str(SCHEMA))
+    for seeds, says in ((["-1"], "-1 is less than the minimum of 0"), (["1.5"], "'1.5' is not of type 'integer'"),
+                        (["x"], "'x' is not of type 'integer'")):
+        cfg = {**load("config.yaml"), "seeds": seeds}
+        suite_lib.ready_for_schema(cfg, SCHEMA)
+        with pytest.raises(Exception) as err:
+            validate(cfg, str(SCHEMA))
+        assert suite_lib.schema_problem(err.value) == f"config key 'seeds[0]': {says} (see {suite_lib.SCHEMA_FILE})"
+    cfg = {**load("config.yaml"), "threads": "3"}
+    suite_lib.ready_for_schema(cfg, SCHEMA)
+    with pytest.raises(Exception) as err:
+        validate(cfg, str(SCHEMA))
+    assert suite_lib.schema_problem(err.value).startswith("config key 'threads': '3' is not of type 'integer'")
+
+
 def test_a_misspelled_config_key_is_one_line_with_the_closest_key():
     """As `dmp config` answers a typo: one line with "did you mean", not the whole schema."""
     from snakemake.utils import validate
@@ -162,8 +190,9 @@ def test_a_misspelled_config_key_is_one_line_with_the_closest_key():
                               "'comparison_methods'?); the keys there: results, seeds,") and "\n" not in message
     cfg = load("config.yaml")
     cfg["tables"]["vanila"] = cfg["tables"].pop("vanilla")  # below the top level: the schema's error, in one line
+    validate(cfg, str(SCHEMA))
     with pytest.raises(Exception) as err:
-        validate(cfg, str(SCHEMA))
+        suite_lib.check_tables(cfg, SCHEMA)  # (a table's name and block: its kind's, dmp/suite/kinds/)
     assert suite_lib.schema_problem(err.value).startswith(
         "config key 'tables.vanila' is not a key of the suite config (did you mean 'vanilla'?)")
 
@@ -186,7 +215,7 @@ def test_an_undeclared_dataset_names_where_its_declaration_goes(monkeypatch):
 @pytest.mark.slow
 def test_config_words_and_typos_on_the_snakemake_command_line():
     """The documented `--config comparison_methods=false` plans DMP's rows only; a misspelled key stops the
-    workflow with the one line of the closest key, not the schema."""
+    workflow with the one line of the closest key, not the schema; `--config seeds=[0]` plans seed 0 only."""
     proc = snakemake("-n", "all_tables", "--config", "comparison_methods=false", "--quiet", "rules")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert 0 < job_counts(proc.stdout)["train"] < expected_train_jobs(load("config.yaml"))
@@ -194,6 +223,10 @@ def test_config_words_and_typos_on_the_snakemake_command_line():
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "(did you mean 'comparison_methods'?)" in out
     assert len(out.splitlines()) < 10 and "Failed validating" not in out, out
+    proc = snakemake("-n", "all_tables", "--config", "seeds=[0]", "--quiet", "rules")  # Snakemake gives ['0']
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    cfg = load("config.yaml")
+    assert job_counts(proc.stdout)["train"] == expected_train_jobs({**cfg, "seeds": [0]})
 
 
 @pytest.mark.slow
@@ -210,6 +243,82 @@ def test_a_dry_run_names_the_absent_datasets_and_how_to_bring_each(tmp_path):
     for name in ("office31", "officehome", "imageclef", "visda2017"):
         assert f"{name} (python -m dmp data fetch {name})" in lines[0]
     assert job_counts(proc.stdout)["train"] == expected_train_jobs(load("config.yaml"))
+
+
+def absent_features(tmp_path, monkeypatch) -> tuple[dict, dict]:
+    """A features dataset ``feats_gone`` declared under ``tmp_path/decl`` (DMP_DATASETS_DIR; Office-31's 224 px trunk
+    declaration) whose files are not in place, and config/office31_lite.yaml on it writing under ``tmp_path``: (the
+    config, the environment that declares the dataset, also set here)."""
+    import os
+
+    decl = tmp_path / "decl" / "feats_gone"
+    decl.mkdir(parents=True)
+    decl.joinpath("dataset.yaml").write_text((ROOT / "datasets" / "office31_lite0_t224" / "dataset.yaml").read_text())
+    text = (ROOT / "config" / "office31_lite.yaml").read_text().replace("office31_lite0_t224v8", "feats_gone")
+    cfg = {**yaml.safe_load(text), "results": str(tmp_path / "results")}
+    env = {"DMP_DATASETS_DIR": str(tmp_path / "decl"), "DMP_DATA_DIR": str(tmp_path / "no_data")}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return cfg, {**os.environ, **env}
+
+
+def test_a_run_of_an_absent_features_dataset_is_planned_and_prepare_refuses_it(tmp_path, monkeypatch, capsys):
+    """A features dataset's version is its files' hash: without them the train job still gets a signature
+    (absent-data:NAME, or the one a finished run's folder records, so that Snakemake's params trigger never removes
+    its metrics.json), and prepare refuses absent-data:NAME in one line naming the missing files and the command that
+    makes them, leaving the run folder as it is."""
+    from dmp.cli import main as dmp_main
+    from dmp.suite.records import SIGNATURE_FILE
+
+    cfg, _ = absent_features(tmp_path, monkeypatch)
+    suite = Suite(cfg)
+    run = next(r for r in suite.all_runs() if r.dataset == "feats_gone")
+    with pytest.raises(suite.registry.DatasetMissingError):
+        suite.signature(run)
+    assert suite.job_signature(run) == "absent-data:feats_gone"
+    folder = Path(run.folder(suite.results))
+    folder.mkdir(parents=True)
+    (folder / SIGNATURE_FILE).write_text("0123456789abcdef\n")
+    (folder / "checkpoint.pt").write_text("an interrupted run's weights")
+    (folder / "train.log").write_text("iteration 1200 of 5000\n")
+    assert suite.job_signature(run) == "absent-data:feats_gone"  # unfinished: prepare must refuse it
+    with pytest.raises(SystemExit) as exc:
+        dmp_main(["suite", "prepare", str(folder), suite.job_signature(run), "--log", str(folder / "train.log")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith(f"error: dataset 'feats_gone' is not in place: missing {tmp_path}/decl/feats_gone/data/"
+                          f"amazon.npz (domain amazon), "), err
+    assert ("(make it: move " in err and " then dmp data extract-features office31 --out-name feats_gone "
+            "--backbone efficientnet_lite0 --trunk)" in err), err
+    assert (folder / "checkpoint.pt").read_text() == "an interrupted run's weights"
+    assert (folder / "train.log").read_text() == "iteration 1200 of 5000\n"
+    assert (folder / SIGNATURE_FILE).read_text() == "0123456789abcdef\n"
+    (folder / "metrics.json").write_text("{}")
+    assert suite.job_signature(run) == "0123456789abcdef"  # finished: the signature it was made under
+
+
+@pytest.mark.slow
+def test_a_dry_run_lists_the_jobs_of_an_absent_features_dataset(tmp_path, monkeypatch):
+    """config/office31_lite.yaml before its trunk's features are extracted: the dry run lists every job (no
+    InputFunctionException from the signature's data version) and names the dataset with the command that makes
+    it; a real run of one of its jobs stops in one line naming the missing files, before any training."""
+    cfg, env = absent_features(tmp_path, monkeypatch)
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = hang_guard.run([*SNAKEMAKE, "-n", "all_tables", "--quiet", "rules", "--configfile", path], cwd=ROOT,
+                          env=env, quiet=1800)
+    assert proc.returncode == 0 and "Exception" not in proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert job_counts(proc.stdout)["train"] == expected_train_jobs(cfg)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("Datasets not in place here")]
+    assert len(lines) == 1 and "feats_gone (make it: move " in lines[0], proc.stderr
+    run = next(r for r in Suite(cfg).all_runs() if r.dataset == "feats_gone")
+    proc = hang_guard.run([*SNAKEMAKE, "--cores", "1", run.metrics_path(cfg["results"]), "--configfile", path],
+                          cwd=ROOT, env=env, quiet=1800)
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert errors and errors[0].startswith("error: dataset 'feats_gone' is not in place: missing "), proc.stderr
+    assert "then dmp data extract-features office31 --out-name feats_gone" in errors[0]
+    assert "Traceback" not in proc.stderr and not Path(run.folder(cfg["results"]), "train.log").exists()
 
 
 @pytest.mark.slow
@@ -388,14 +497,15 @@ def test_signature_changes_with_arguments_and_training_code_not_table_code(tmp_p
     assert Suite(other).signature(run) != suite.signature(run)
     pkg = tmp_path / "dmp"
     (pkg / "tables").mkdir(parents=True)
+    (pkg / "suite" / "kinds").mkdir(parents=True)
     (pkg / "losses.py").write_text("A = 1\n")
     (pkg / "tables" / "render.py").write_text("B = 1\n")
-    (pkg / "suite.py").write_text("C = 1\n")
-    monkeypatch.setattr(suite_lib, "PACKAGE_DIR", pkg)
+    (pkg / "suite" / "kinds" / "vanilla.py").write_text("C = 1\n")
+    monkeypatch.setattr(suite_signature, "PACKAGE_DIR", pkg)
     version = suite_lib.training_code_version.__wrapped__
     before = version()
     (pkg / "tables" / "render.py").write_text("B = 2\n")
-    (pkg / "suite.py").write_text("C = 2\n")
+    (pkg / "suite" / "kinds" / "vanilla.py").write_text("C = 2\n")
     assert version() == before
     (pkg / "losses.py").write_text("A = 2\n")
     assert version() != before

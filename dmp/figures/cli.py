@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from dmp.commands import command_main
+from dmp.figures.plan import DEFAULTS_FROM_TABLE
 from dmp.io import atomic_write, write_text
 from dmp.tables.cli import load_config
 
@@ -31,8 +32,8 @@ def figure_config(config: dict, name: str) -> dict:
     when it changes)."""
     part = {k: config[k] for k in CONFIG_KEYS if k in config}
     part["figures"] = {name: config["figures"][name]}
-    part["tables"] = {"interpolation": config["tables"]["interpolation"]} \
-        if name == "interpolation_tsne" and "interpolation" in config.get("tables", {}) else {}
+    table = DEFAULTS_FROM_TABLE.get(name)  # the table whose block gives the figure its defaults
+    part["tables"] = {table: config["tables"][table]} if table in config.get("tables", {}) else {}
     return part
 
 

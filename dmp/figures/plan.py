@@ -16,6 +16,9 @@ FIGURES = ("hyper", "k", "dprime", "convergence", "tsne", "confusion", "weights"
            "interpolation_tsne")
 # Trainer settings a figure may vary (anything else would change what a table run means).
 VARIED = ("lambda1", "lambda2", "k", "log_accuracy_every")
+# The table whose config block gives a figure the keys its own block leaves out (the interpolation t-SNE shows the
+# interpolations of the interpolation table's run).
+DEFAULTS_FROM_TABLE = {"interpolation_tsne": "interpolation"}
 
 
 class FigurePlan:
@@ -39,7 +42,7 @@ class FigurePlan:
         spec.setdefault("metric", "G")
         spec.setdefault("seeds", list(self.suite.seeds))
         if name == "interpolation_tsne":
-            table = self.suite.tables.get("interpolation", {})
+            table = self.suite.tables.get(DEFAULTS_FROM_TABLE[name], {})
             for key in ("dataset", "task", "method", "alphas"):
                 if key not in spec and key in table:
                     spec[key] = table[key]

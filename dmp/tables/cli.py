@@ -11,7 +11,7 @@ import yaml
 
 from dmp.commands import command_main
 from dmp.io import write_text
-from dmp.suite import TABLES, Suite
+from dmp.suite import Suite, kinds
 
 # The paper's numbers (dmp/tables/reported.py; pandas, like the table code, is imported only to build a table, so
 # that every `dmp` command starts without it).
@@ -97,7 +97,7 @@ def load_config(args) -> dict:
 
 def _run(args):
     config = load_config(args)
-    tables = [t for t in TABLES if t in config["tables"]] if args.table == "all" else [args.table]
+    tables = [t for t in kinds.names() if t in config["tables"]] if args.table == "all" else [args.table]
     for table in tables:
         for path in build(config, table, args.reported, args.results, args.out,
                           tuple(args.row) if args.row else None):
@@ -105,7 +105,7 @@ def _run(args):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("table", choices=(*TABLES, "all"), help="paper table to build (all: every configured)")
+    parser.add_argument("table", choices=(*kinds.names(), "all"), help="paper table to build (all: every configured)")
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", help="suite config YAML (config/config.yaml, config/demo.yaml)")
     src.add_argument("--config-json", help="the suite config as a JSON string (used by the Snakemake rules)")
@@ -128,7 +128,8 @@ def add_subparsers(sub) -> None:
                                    description=__doc__))
     p = inner.add_parser("headline", help="print a table's Mean column, ours beside the paper's with a verdict "
                          "(the README's headline result)")
-    p.add_argument("table", choices=("vanilla", "partial"), help="the table")
+    p.add_argument("table", choices=[n for n in kinds.names() if kinds.get(n).headline],
+                   help="the table (a kind of methods by tasks, with a Mean column)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", help="suite config YAML")
     src.add_argument("--config-json", help="the suite config as a JSON string")

@@ -11,40 +11,15 @@ import math
 import pandas as pd
 from tabulate import tabulate
 
+from dmp.suite import kinds
+from dmp.suite.kinds.base import method_label
 from dmp.tables.reported import PLACE
 
-# The paper's row order (reported baselines are sorted by it). A method we run prints the label of its registry
-# entry (dmp/methods/); PAPER_LABELS name the rows of the paper that no registered method runs (copied only).
+# The paper's row order (reported baselines are sorted by it). A row prints its method's label (method_label: the
+# registry's, dmp/methods/, else the paper's name of a row no registered method runs).
 ROW_ORDER = ("frozen_probe", "source_only", "source_only_bn", "dan", "dann", "jan", "iwan", "pada", "san", "etn", "cdan", "cdan_e",
              "bsp_dann", "bsp_cdan", "hafn", "safn", "dmp_no_al", "dmp_no_ds", "dmp", "dmp_ent")
-PAPER_LABELS = {"dan": "DAN", "dann": "DANN", "jan": "JAN", "iwan": "IWAN", "pada": "PADA", "san": "SAN",
-                "etn": "ETN", "cdan": "CDAN", "cdan_e": "CDAN+E", "bsp_dann": "BSP+DANN", "bsp_cdan": "BSP+CDAN",
-                "hafn": "HAFN", "safn": "SAFN"}
-
-
-def method_label(method: str) -> str:
-    """A table row's method label: the registry's, else the paper's name of a row we do not run."""
-    from dmp import methods
-    return methods.label(method) if method in methods.names() else PAPER_LABELS.get(method, method)
-
-
-DATASET_LABELS = {"office31": "Office-31", "officehome": "Office-Home", "imageclef": "ImageCLEF-DA",
-                  "visda2017": "VisDA-2017", "demo": "Demo (generated shapes)",
-                  "all": "Per task (vanilla runs)"}
-TITLES = {"vanilla": "Recognition rates (%) under the vanilla setting",
-          "partial": "Recognition rates (%) under the partial setting",
-          "manifold_ablation": "Ablation of the manifold metric (G, AG, LE)",
-          "sample_size": "Recognition rates (%) with n^s_c (rows) / n^t_c (columns) images per class",
-          "time": "Training time: seconds per source epoch (s/E) or per batch (s/B)",
-          "interpolation": "Class-wise recognition rates (%) of interpolations alpha h_i + (1 - alpha) h_j"}
 DASH = "–"
-# Datasets whose paper "Mean" is the mean of the per-class accuracies (the VisDA-2017 challenge metric): their
-# blocks say in a note which accuracy each column prints, as the two definitions differ on an imbalanced target.
-CLASS_MEAN_DATASETS = ("visda2017",)
-METRIC_TEXT = {  # the metrics.json keys a vanilla/partial cell can read, as the notes name them
-    "accuracy": "overall target accuracy (metrics.json `accuracy`: correct predictions / target images)",
-    "mean_class_accuracy": "mean of the per-class target accuracies (metrics.json `mean_class_accuracy`)",
-    "per_class_accuracy": "per-class target accuracy (metrics.json `per_class_accuracy`)"}
 TOLERANCE_NOTE = ("within spread: |ours - paper| <= 2 * sqrt(std_ours^2 + std_paper^2) + half the paper's last "
                   "printed digit (std = sample std over seeds, ddof=1; the paper's std is 0 where it prints none); "
                   "'n/a' with fewer than 2 finished seeds")
@@ -59,14 +34,8 @@ def fmt(x: float, unit: str) -> str:
 
 
 def row_label(table: str, row: str, tex: bool = False) -> str:
-    if table == "manifold_ablation":
-        setting, metric = row.split("_", 1)
-        return f"{setting.capitalize()}, {metric}"
-    if table == "interpolation":
-        return f"$\\alpha={row}$" if tex else f"alpha={row}"
-    if table == "sample_size":
-        return f"$n^s_c$={row}" if tex else f"n_s={row}"
-    return method_label(row)
+    """How a row id of ``table`` prints (its kind's word: dmp/suite/kinds/)."""
+    return kinds.get(table).row_label(row, tex)
 
 
 def tex_escape(text: str) -> str:
@@ -111,7 +80,7 @@ def _best(entries: pd.DataFrame, table: str) -> pd.Series:
     """True where a cell is the best of its column (highest accuracy, lowest time), ties included."""
     shown = entries.apply(lambda e: float(fmt(e["value"], e["unit"])) if pd.notna(e["value"]) else math.nan,
                           axis=1)
-    best = shown.groupby(entries["column"]).transform("min" if table == "time" else "max")
+    best = shown.groupby(entries["column"]).transform(kinds.get(table).best)
     return shown.eq(best) & shown.notna()
 
 
@@ -150,14 +119,16 @@ def _grid(entries: pd.DataFrame, texts: list[str]) -> pd.DataFrame:
 
 
 def _unit_headers(entries: pd.DataFrame, table: str) -> dict[str, str]:
-    """The time table's column headers with their unit, ``A->W (s/E)``, so that s/E and s/B columns are told
-    apart where they are read."""
-    if table != "time":
+    """Column headers with their unit, ``A->W (s/E)``, for a table whose kind says so (the time table: s/E and s/B
+    columns told apart where they are read)."""
+    if not kinds.get(table).unit_headers:
         return {}
     return {col: f"{col} ({unit})" for col, unit in dict(zip(entries["column"], entries["unit"])).items()}
 
 
 def notes(agg: pd.DataFrame, table: str, any_reported: bool) -> list[str]:
+    """The notes under a table: missing runs and seeds, how ours and the reported rows are printed, then the notes of
+    its kind (dmp/suite/kinds/) and the metrics.json files not used."""
     out = []
     if (agg["n"] == 0).any():
         out.append(f"{DASH}: no finished run ({int((agg['n'] == 0).sum())} cell(s); run the table's target, "
@@ -168,29 +139,7 @@ def notes(agg: pd.DataFrame, table: str, any_reported: bool) -> list[str]:
                "bold: best in the column (highest accuracy, lowest time) among the rows shown.")
     if any_reported:
         out.append("(reported): copied from the paper (dmp/tables/reported_results.csv), not rerun by us.")
-    if table in ("vanilla", "partial", "manifold_ablation"):
-        out.append("Task cells: overall target accuracy; Mean: mean over the tasks of the per-seed accuracies "
-                   "(no std printed, as in the paper).")
-    if table in ("vanilla", "partial"):
-        out += metric_notes(agg)
-    if table in ("vanilla", "partial", "time"):
-        out += method_notes(agg["row"])
-    if table == "interpolation" and (agg["key_column"] != agg["key_task"]).any():
-        out.append("Class-wise blocks: per-class target accuracy; their Mean is the mean of the per-class "
-                   "accuracies (the paper's VisDA definition), not the overall accuracy.")
-    if table == "sample_size":
-        out.append("Rows: source split (nK = K images per class); columns: task and target split.")
-    if table == "time":
-        out.append("s/E = seconds per source epoch, s/B = seconds per batch (iteration), from metrics.json "
-                   "seconds_per_epoch / seconds_per_iter; they depend on the machine.")
-    return out + skipped_notes(agg.attrs.get("skipped", {}))
-
-
-def method_notes(rows) -> list[str]:
-    """The registry's footnote of each method whose row is ours (where it departs from its own paper)."""
-    from dmp import methods
-    return [f"{methods.label(m)}: {methods.get(m).footnote}" for m in dict.fromkeys(rows)
-            if m in methods.names() and methods.get(m).footnote]
+    return out + kinds.get(table).notes(agg) + skipped_notes(agg.attrs.get("skipped", {}))
 
 
 def skipped_notes(skipped: dict[str, str]) -> list[str]:
@@ -198,39 +147,15 @@ def skipped_notes(skipped: dict[str, str]) -> list[str]:
     return [f"Not used: {path} ({why})." for path, why in sorted(skipped.items())]
 
 
-def metric_notes(agg: pd.DataFrame) -> list[str]:
-    """Vanilla/partial tables: which metrics.json value the columns of a block print, for class-wise blocks and
-    for the blocks of :data:`CLASS_MEAN_DATASETS`, read from the cells themselves (``value_key``)."""
-    if "value_key" not in agg:
-        return []
-    out = []
-    for block in dict.fromkeys(agg["block"]):
-        cells = agg[(agg["block"] == block) & ~agg["derived"].astype(bool)]
-        keys = cells["value_key"].str.split("/").str[0]
-        class_wise = keys.eq("per_class_accuracy")
-        if not class_wise.any() and block not in CLASS_MEAN_DATASETS:
-            continue
-        parts = [f"class columns: {METRIC_TEXT['per_class_accuracy']}"] if class_wise.any() else []
-        for column, key in dict.fromkeys(zip(cells["column"][~class_wise], keys[~class_wise])):
-            text = METRIC_TEXT.get(key, f"metrics.json `{key}`")
-            if block in CLASS_MEAN_DATASETS and key == "accuracy":
-                text += (", not the mean of the per-class accuracies (`mean_class_accuracy`, also recorded), which "
-                         "is the Mean of the paper's class-wise VisDA-2017 vanilla table")
-            elif block in CLASS_MEAN_DATASETS and key == "mean_class_accuracy":
-                text += ", the paper's VisDA-2017 definition, not the overall accuracy (`accuracy`, also recorded)"
-            parts.append(f"{column}: {text}")
-        out.append(f"{DATASET_LABELS.get(block, block)}: " + "; ".join(parts) + ".")
-    return out
-
-
 def render(agg: pd.DataFrame, reported: pd.DataFrame, table: str) -> tuple[str, str]:
     """(Markdown, LaTeX) of a whole table, one sub-table per block (dataset)."""
-    md, tex, any_reported = [f"# {TITLES[table]}", ""], [f"% {TITLES[table]} (generated by python -m dmp.tables)"], False
+    kind = kinds.get(table)
+    md, tex, any_reported = [f"# {kind.title}", ""], [f"% {kind.title} (generated by python -m dmp.tables)"], False
     for block in dict.fromkeys(agg["block"]):
         entries = _entries(agg, reported, table, block)
         any_reported |= bool(entries["reported"].any())
         best = _best(entries, table)
-        name = DATASET_LABELS.get(block, block)
+        name = kind.block_label(block)
         md_grid = _grid(entries, [_cell_md(e, b) for (_, e), b in zip(entries.iterrows(), best)])
         md_grid = md_grid.rename(columns=_unit_headers(entries, table))
         md += [f"## {name}", "", tabulate(md_grid, headers=[""] + list(md_grid.columns), tablefmt="github",
@@ -241,7 +166,7 @@ def render(agg: pd.DataFrame, reported: pd.DataFrame, table: str) -> tuple[str, 
         tex_grid.columns = [tex_escape(c) for c in tex_grid.columns]
         tex_grid.columns.name = tex_escape(name)
         body = tex_grid.style.to_latex(hrules=True, column_format="l" + "c" * tex_grid.shape[1])
-        tex += [r"\begin{table}[t]", r"\centering", f"\\caption{{{tex_escape(TITLES[table])}: {tex_escape(name)}}}",
+        tex += [r"\begin{table}[t]", r"\centering", f"\\caption{{{tex_escape(kind.title)}: {tex_escape(name)}}}",
                 body.rstrip(), r"\end{table}", ""]
     foot = notes(agg, table, any_reported)
     md += [f"- {n}" for n in foot]
@@ -290,7 +215,7 @@ def comparison_markdown(comp: pd.DataFrame, table: str, skipped: dict[str, str] 
     """The comparison view as Markdown, one line per cell we run (``skipped``: see :func:`skipped_notes`)."""
     shown = pd.DataFrame({"dataset": comp["dataset"], "setting": comp["setting"],
                           **side_by_side(comp, table, "ours_std"), "within spread": comp["within"]})
-    lines = [f"# {TITLES[table]}: ours vs. the paper", "",
+    lines = [f"# {kinds.get(table).title}: ours vs. the paper", "",
              tabulate(shown, headers="keys", tablefmt="github", showindex=False, disable_numparse=True), "",
              f"- {TOLERANCE_NOTE}.", f"- {DASH}: no finished run, or no number printed in the paper."]
     lines += [f"- {n}" for n in skipped_notes(skipped or {})]

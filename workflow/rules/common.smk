@@ -1,4 +1,4 @@
-# Shared state of the rules: the validated suite (dmp/suite.py, imported by the Snakefile as suite_lib) and the small helpers the rules call.
+# Shared state of the rules: the validated suite (dmp/suite/, imported by the Snakefile as suite_lib) and the small helpers the rules call.
 # Shell commands: every path or value is formatted with Snakemake's `{...:q}` (shlex.quote; a list param quotes each
 # item), so a `results` folder with a space or a `;` is one word, never shell syntax.
 import os
@@ -11,6 +11,8 @@ except ValueError as err:  # a config error: its message alone (it names the key
 RESULTS = SUITE.results
 TABLE_FILES = ("md", "tex", "comparison.md", "comparison.csv", "card.md", "card.tex")
 ENV = "../envs/dmp.yaml"
+# The suite's code (runs, cells, the table registry): an input of the table and figure rules, which it can change.
+SUITE_CODE = sorted(str(p) for p in Path("dmp/suite").rglob("*.py"))
 
 
 def stable_path(path):
@@ -61,6 +63,13 @@ def demo_data_dir():
     return stable_path(root)
 
 
+def train_job_log(pattern):
+    """The Snakemake log of a train job (rules train, train_variant) whose metrics.json is ``pattern`` (a run
+    pattern with {results}): <results>/logs/train/<the run folder's path under runs/>.log, never a file of the run
+    folder (Snakemake removes a job's logs before it runs the job; the run's train.log is a parameter)."""
+    return os.path.dirname(pattern).replace("{results}/runs/", f"{RESULTS}/logs/train/") + ".log"
+
+
 def data_inputs(wildcards):
     """The demo's data folder and pre-trained backbone for demo runs (rules demo_data, demo_weights); nothing for
     fetched datasets."""
@@ -73,7 +82,7 @@ def report_absent_data(runs):
     """Once, on stderr, from the main Snakemake process (not the jobs' own calls on a cluster): the datasets of
     ``runs`` whose files are not in place here, each with the command that brings it (a dry run still lists their
     jobs; each would stop on the missing data). The demo that rule demo_data generates is no such dataset."""
-    from dmp.data import cli as data_cli
+    from dmp.suite.signature import bring_command
 
     absent = []
     for name in sorted({r.dataset for r in runs} - ({"demo"} if config.get("demo_data", False) else set())):
@@ -81,8 +90,7 @@ def report_absent_data(runs):
         try:
             SUITE.registry.require_dataset(spec)
         except SUITE.registry.DatasetMissingError:
-            how = data_cli.place_command(SUITE.registry, spec) or "placed by hand: docs/datasets.md"
-            absent.append(f"{name} ({'python -m dmp ' if how.startswith('data ') else ''}{how})")
+            absent.append(f"{name} ({bring_command(SUITE.registry, spec)})")
     if absent and workflow.is_main_process:
         print(f"Datasets not in place here (their jobs are listed, and would stop on the missing data): "
               f"{'; '.join(absent)}", file=sys.stderr)

@@ -17,7 +17,7 @@ try:
     FIGURE_PLAN.validate()
 except ValueError as err:  # a config error: its message alone (it names the key), no traceback
     raise WorkflowError(str(err)) from None
-FIGURE_CODE = sorted(str(p) for p in Path("dmp/figures").glob("*.py")) + ["dmp/suite.py"]
+FIGURE_CODE = sorted(str(p) for p in Path("dmp/figures").glob("*.py")) + SUITE_CODE
 
 
 localrules:
@@ -29,7 +29,7 @@ use rule train as train_variant with:
     output:
         suite_lib.VARIANT_RUN_PATTERN.replace("{results}", RESULTS),
     log:
-        suite_lib.VARIANT_RUN_PATTERN.replace("{results}", RESULTS).replace("metrics.json", "train.log"),
+        train_job_log(suite_lib.VARIANT_RUN_PATTERN),
     benchmark:
         suite_lib.VARIANT_RUN_PATTERN.replace("{results}", RESULTS).replace("metrics.json", "benchmark.tsv")
     wildcard_constraints:

@@ -1,7 +1,7 @@
 # Tables: one target per table (table_<name>), one per row (row_<table>_<dataset>_<row>, see docs/workflow.md).
 # Built by `python -m dmp.tables` from the runs' metrics.json and dmp/tables/reported_results.csv; the table code
 # is an input, so editing it rebuilds the tables (cheap) without rerunning any training.
-TABLE_CODE = sorted(str(p) for p in Path("dmp/tables").glob("*.py")) + ["dmp/suite.py"]
+TABLE_CODE = sorted(str(p) for p in Path("dmp/tables").glob("*.py")) + SUITE_CODE
 
 
 rule table:
