@@ -9,7 +9,7 @@
   wjdcloud.blob.core.windows.net, csr.bu.edu, raw.githubusercontent.com, cdn.jsdelivr.net, drive.google.com and
   drive.usercontent.google.com with Google Drive's redirect, virus-scan confirmation form and quota page), over
   TLS with a test CA, so the registry's real mirror URLs are fetched, Google Drive ones through gdown.
-- ``shared_copies``: the developers' read-only copies of office_caltech10 and mnist_usps (scripts/shared_copies.py)
+- ``shared_copies``: the developers' read-only copies of office_caltech10 and mnist_usps (studies/shared_copies.py)
   placed as a user places a copy, linked under a temporary ``DMP_DATA_DIR``; the test is skipped where they are
   absent.
 - ``build_packaging``: every packaging of the four datasets in its real layout, from deterministic tiny images
@@ -211,9 +211,8 @@ def small_spec(name: str, per_class: int, urls=None, sha256=None) -> registry.Da
 
 @pytest.fixture
 def shared_copies(tmp_path, monkeypatch):
-    from scripts_module import load_script
+    from studies import shared_copies as copies
 
-    copies = load_script("shared_copies")
     if not copies.present():
         pytest.skip(f"the evidence datasets' copies are not at {copies.SHARED}")
     monkeypatch.setenv("DMP_DATA_DIR", str(tmp_path / "shared_data"))

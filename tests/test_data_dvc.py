@@ -41,11 +41,58 @@ def test_stages_depend_on_data_declarations_not_code():
     # which datasets have stages is the registry's answer (datasets/dvc_stages.yaml), not a list in dvc.yaml
     assert dvc_yaml["vars"] == [f"datasets/{declare.STAGES_FILE}"]
     assert stages["fetch"]["foreach"] == "${fetch}" and stages["prepare"]["foreach"] == "${prepare}"
+    assert stages["fetch_own"]["foreach"] == "${fetch_own}"
     lists = yaml.safe_load((registry.DATASETS_DIR / declare.STAGES_FILE).read_text())
-    assert lists == {"fetch": ["office31", "officehome", "imageclef", "visda2017"],
+    assert lists == {"fetch": ["office31", "officehome", "imageclef", "visda2017"], "fetch_own": [],
                      "prepare": ["office31", "officehome", "imageclef", "visda2017", "demo"]}
     for name in lists["fetch"] + lists["prepare"]:
         assert (registry.dataset_dir(name) / "source.json").is_file(), name
+    # the benchmarks' data: pinned, never copied into DVC's cache nor deleted before the fetch reruns (a link to a
+    # read-only shared copy stays as it is); a lab's own: cached, so that dvc push / pull store and restore it
+    assert stages["fetch"]["do"]["outs"] == [{"datasets/${item}/data": {"cache": False, "persist": True}}]
+    assert stages["fetch_own"]["do"]["outs"] == ["datasets/${item}/data"]
+    assert stages["fetch_own"]["do"]["cmd"] == stages["fetch"]["do"]["cmd"]
+
+
+def _dir_md5(root: Path) -> tuple[str, int]:
+    """DVC's hash of a folder (``hash: md5``: the md5 of its sorted ``{md5, relpath}`` entries) and its file count."""
+    entries = sorted(({"md5": hashlib.md5(p.read_bytes()).hexdigest(), "relpath": p.relative_to(root).as_posix()}
+                      for p in root.rglob("*") if p.is_file()), key=lambda e: e["relpath"])
+    return hashlib.md5(json.dumps(entries, sort_keys=True).encode()).hexdigest() + ".dir", len(entries)
+
+
+def _md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+OFFICE31 = registry.PROJECT / "datasets" / "office31"
+
+
+def test_the_committed_dvc_lock_pins_the_real_office31():
+    """dvc.lock holds the Office-31 version the committed lock file, declarations and lists describe: its
+    fetch@office31 output is the folder prepare@office31 reads, with as many files as datasets/office31/lock.json
+    counts; the declarations and lists it hashed are the committed ones. With the images in place, the folder's
+    hash and its per-domain counts are checked as well."""
+    stages = yaml.safe_load((registry.PROJECT / "dvc.lock").read_text())["stages"]
+    fetch, prepare = stages["fetch@office31"], stages["prepare@office31"]
+    assert fetch["cmd"] == "python -m dmp data fetch office31" and prepare["cmd"] == "python -m dmp data prepare office31"
+    deps = {d["path"]: d for d in fetch["deps"] + prepare["deps"]}
+    assert deps["datasets/office31/source.json"]["md5"] == _md5(OFFICE31 / "source.json")
+    assert deps["datasets/office31/splits.json"]["md5"] == _md5(OFFICE31 / "splits.json")
+    (data,), (lists,) = fetch["outs"], prepare["outs"]
+    assert data["path"] == "datasets/office31/data" and lists["path"] == "datasets/office31/lists"
+    assert {k: deps["datasets/office31/data"][k] for k in ("md5", "size", "nfiles")} == \
+        {k: data[k] for k in ("md5", "size", "nfiles")}
+    lock = json.loads((OFFICE31 / "lock.json").read_text())
+    counts = {d: sum(per.values()) for d, per in lock["counts"].items()}
+    assert counts == {"amazon": 2817, "dslr": 498, "webcam": 795} and data["nfiles"] == sum(counts.values())
+    assert (lists["md5"], lists["nfiles"]) == _dir_md5(OFFICE31 / "lists")
+    root = OFFICE31 / "data"
+    if not root.is_dir():
+        pytest.skip("the Office-31 images are not in datasets/office31/data")
+    assert _dir_md5(root) == (data["md5"], data["nfiles"])
+    found = {d: sum(1 for p in (root / d).rglob("*") if p.is_file()) for d in counts}
+    assert found == counts
 
 
 def test_committed_declarations_are_current():
@@ -82,7 +129,8 @@ def test_a_dataset_declared_in_the_checkout_gets_its_stages(isolated, monkeypatc
     monkeypatch.delenv("DMP_DATA_DIR")  # the data root the stages' outputs name: datasets/<name>/data
     out = _declare(capsys)
     lists = yaml.safe_load((datasets / declare.STAGES_FILE).read_text())
-    assert lists == {"fetch": committed["fetch"] + ["mine"], "prepare": committed["prepare"] + ["mine", "placed"]}
+    assert lists == {"fetch": committed["fetch"], "fetch_own": committed["fetch_own"] + ["mine"],
+                     "prepare": committed["prepare"] + ["mine", "placed"]}
     reasons = dict(line.split(": no DVC stage in this repository: ") for line in out.splitlines()
                    if ": no DVC stage" in line)
     assert sorted(reasons) == ["broken", "elsewhere", "labs"]
@@ -129,8 +177,8 @@ def repo(tmp_path):
 @pytest.mark.skipif(DVC is None or shutil.which("git") is None, reason="dvc or git not installed")
 def test_status_is_clean_for_the_committed_lock_once_the_data_is_in_place(repo):
     lock = (repo.path / "dvc.lock").read_text()
-    locked = list(yaml.safe_load(lock)["stages"])
-    assert set(locked) == {"demo", "prepare@demo"}
+    assert set(yaml.safe_load(lock)["stages"]) == {"demo", "prepare@demo", "fetch@office31", "prepare@office31"}
+    locked = ["demo", "prepare@demo"]
     assert "demo" in json.loads(repo.run(DVC, "status", "--json", *locked))  # a fresh clone: no data yet
     # what `dvc pull` restores: the demo data, regenerated here and put in the cache; the lock must not change
     repo.run(sys.executable, "-m", "dmp", "data", "demo", "--no-lists")
@@ -163,7 +211,8 @@ def test_dvc_repro_push_pull_round_trip(repo, tmp_path):
     before = _tree_hashes(data)
     assert len(before) == 4 * 10 * 30
     assert _tree_hashes(root / "datasets" / "demo" / "lists") == committed  # lists reproduce exactly
-    assert (root / "dvc.lock").read_text() == (registry.PROJECT / "dvc.lock").read_text()  # the committed lock
+    committed = yaml.safe_load((registry.PROJECT / "dvc.lock").read_text())["stages"]  # the committed lock's entries
+    assert yaml.safe_load((root / "dvc.lock").read_text())["stages"] == {k: committed[k] for k in ("demo", "prepare@demo")}
     repo.run(DVC, "push")
     shutil.rmtree(data)
     shutil.rmtree(root / ".dvc" / "cache")
@@ -186,11 +235,11 @@ def test_a_dataset_declared_in_the_checkout_is_reproduced_pushed_and_pulled_by_d
     (root / "datasets" / "mine" / "dataset.yaml").write_text(FOLDERS_YAML + "archives:\n  - {file: mine.zip}\n")
     out = repo.run(sys.executable, "-m", "dmp", "data", "declare")
     assert "datasets/mine/source.json" in out and f"datasets/{declare.STAGES_FILE}" in out
-    assert {"fetch@mine", "prepare@mine"} <= set(repo.run(DVC, "stage", "list", "--name-only").split())
+    assert {"fetch_own@mine", "prepare@mine"} <= set(repo.run(DVC, "stage", "list", "--name-only").split())
     (root / ".dvc" / "config.local").write_text(f"[core]\n    remote = lab\n['remote \"lab\"']\n"
                                                 f"    url = {tmp_path / 'remote'}\n")
     out = repo.run(DVC, "repro", "prepare@mine")
-    assert "Running stage 'fetch@mine'" in out and "Running stage 'prepare@mine'" in out
+    assert "Running stage 'fetch_own@mine'" in out and "Running stage 'prepare@mine'" in out
     data = root / "datasets" / "mine" / "data"
     before = _tree_hashes(data)
     assert len(before) == sum(n for per in FOLDER_COUNTS.values() for n in per.values())
@@ -198,10 +247,34 @@ def test_a_dataset_declared_in_the_checkout_is_reproduced_pushed_and_pulled_by_d
     assert lock["counts"] == {d: dict(sorted(c.items())) for d, c in FOLDER_COUNTS.items()}
     photo = (root / "datasets" / "mine" / "lists" / "photo_partial.txt").read_text().splitlines()
     assert len(photo) == FOLDER_COUNTS["photo"]["cat"] + FOLDER_COUNTS["photo"]["dog"]
-    assert {"fetch@mine", "prepare@mine"} <= set(yaml.safe_load((root / "dvc.lock").read_text())["stages"])
-    repo.run(DVC, "push", "fetch@mine")
+    assert {"fetch_own@mine", "prepare@mine"} <= set(yaml.safe_load((root / "dvc.lock").read_text())["stages"])
+    repo.run(DVC, "push", "fetch_own@mine")
     shutil.rmtree(data)
     shutil.rmtree(root / ".dvc" / "cache")
-    repo.run(DVC, "pull", "fetch@mine")
+    repo.run(DVC, "pull", "fetch_own@mine")
     assert _tree_hashes(data) == before
     assert json.loads(repo.run(DVC, "status", "--json", "prepare@mine")) == {}
+
+
+def _tree_state(root: Path) -> list[tuple]:
+    """(path, mode, mtime, size) of every entry under ``root``, the root itself included."""
+    return [(p.relative_to(root).as_posix(), p.stat().st_mode, p.stat().st_mtime_ns, p.stat().st_size)
+            for p in [root, *sorted(root.rglob("*"))]]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(DVC is None or shutil.which("git") is None, reason="dvc or git not installed")
+@pytest.mark.skipif(not (OFFICE31 / "data").is_dir(), reason="the Office-31 images are not in datasets/office31/data")
+def test_a_fresh_clone_with_the_real_office31_linked_is_up_to_date(repo):
+    """A fresh clone with the real Office-31 linked into place (as a read-only shared copy is) and fetched: ``dvc
+    status`` of its stages is clean for the committed dvc.lock, DVC's cache holds no copy of the images, and the
+    linked folder is as it was."""
+    shutil.copytree(OFFICE31 / "lists", repo.path / "datasets" / "office31" / "lists")
+    shutil.copy2(OFFICE31 / "lock.json", repo.path / "datasets" / "office31" / "lock.json")
+    shared = (OFFICE31 / "data").resolve()
+    before = _tree_state(shared)
+    (repo.path / "datasets" / "office31" / "data").symlink_to(shared, target_is_directory=True)
+    assert "office31: ready" in repo.run(sys.executable, "-m", "dmp", "data", "fetch", "office31")
+    assert json.loads(repo.run(DVC, "status", "--json", "fetch@office31", "prepare@office31")) == {}
+    assert not (repo.path / ".dvc" / "cache").exists()
+    assert _tree_state(shared) == before

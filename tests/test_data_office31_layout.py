@@ -212,3 +212,27 @@ def test_the_real_images_without_images_level(isolated, tmp_path, monkeypatch, c
         assert full == _published(d, prefix="")  # the published list, without the images/ level
         assert {int(line.rsplit(" ", 1)[1]) for line in full} == set(range(31))
     assert not list(data.glob(".office31.staging-*"))
+
+
+def test_a_domain_in_both_layouts_is_told_to_keep_one(isolated):
+    """The lists committed from the layout without images/, and amazon's class folders then placed in the declared
+    layout as well: fetch, verify and prepare each say in one line that the domain is in both layouts and to keep
+    one (not to place the folders as the lists name them: they are)."""
+    isolated.use(small_spec("office31", PER_CLASS, lambda a: [f"{DEAD}/{a.filename}"]))
+    root = registry.data_root(registry.get_dataset("office31"))
+    _place(root, images_level=False)
+    assert _cli("fetch", "office31") == 0
+    lists = _lists()
+    shutil.copytree(root / "amazon", root / "amazon" / "images")  # amazon/images/<class>/ beside amazon/<class>/
+    for call in (lambda: fetch.fetch("office31", progress=False), lambda: verify.verify("office31"),
+                 lambda: splits.prepare("office31")):
+        with pytest.raises((ValueError, FetchError)) as err:
+            call()
+        msg = str(err.value)
+        assert "\n" not in msg and "as it names them" not in msg, msg
+        assert msg.startswith(f"domain 'amazon' is placed in both accepted layouts, {root}/amazon/images/<class>/ "
+                              f"and {root}/amazon/<class>/: keep only one of them"), msg
+        assert "names amazon/calculator/frame_0001.jpg" in msg
+    assert _lists() == lists  # nothing rewritten
+    shutil.rmtree(root / "amazon" / "images")
+    verify.verify("office31")

@@ -5,11 +5,12 @@ layout, archives and pinned checksums - not the mirrors, which do not change the
 the split protocol's version and seed). A stage therefore reruns when the data's declaration changes, not when
 the code that fetches it is edited. ``python -m dmp data declare`` rewrites them; a test checks they are current.
 
-It also writes ``datasets/dvc_stages.yaml``, the lists of datasets dvc.yaml's ``fetch@<name>`` / ``prepare@<name>``
-stages iterate over (read through dvc.yaml's ``vars:``): every built-in image dataset and every image dataset
-declared in the checkout's ``datasets/<name>/dataset.yaml`` with its images in ``datasets/<name>/data``, so a
-lab's own dataset is fetched, prepared and versioned by ``dvc repro`` / ``dvc push`` / ``dvc pull`` as the
-built-ins are. A dataset declared outside the checkout (``DMP_DATASETS_DIR``) or with its images elsewhere
+It also writes ``datasets/dvc_stages.yaml``, the lists of datasets dvc.yaml's ``fetch@<name>`` (the built-in
+benchmarks: public data DVC pins but keeps no copy of), ``fetch_own@<name>`` (a lab's own, cached so that ``dvc
+push`` / ``dvc pull`` store and restore it) and ``prepare@<name>`` stages iterate over (read through dvc.yaml's
+``vars:``): every built-in image dataset and every image dataset declared in the checkout's
+``datasets/<name>/dataset.yaml`` with its images in ``datasets/<name>/data``, so a lab's own dataset is fetched,
+prepared and versioned by ``dvc repro`` as the built-ins are. A dataset declared outside the checkout (``DMP_DATASETS_DIR``) or with its images elsewhere
 cannot be a stage of this repository (a DVC output lives inside it): :func:`stage_lists` says why for each.
 """
 from __future__ import annotations
@@ -90,17 +91,21 @@ def declared() -> list[str]:
 
 
 def stage_lists() -> tuple[dict[str, list[str]], dict[str, str]]:
-    """``({"fetch": names, "prepare": names}, {name: why not})``: the datasets of dvc.yaml's ``fetch@<name>``
-    stage (those with archives to download; not a named release such as ``officehome_15913``, fetched by name) and
-    ``prepare@<name>`` stage (every declared image dataset but a named release), and the user image datasets
-    that cannot have one, with the reason (one line each)."""
-    lists = {"fetch": [], "prepare": []}
+    """``({"fetch": names, "fetch_own": names, "prepare": names}, {name: why not})``: the datasets of dvc.yaml's
+    ``fetch@<name>`` stage (the built-in ones with archives to download; not a named release such as
+    ``officehome_15913``, fetched by name), ``fetch_own@<name>`` stage (the same of the datasets declared in the
+    checkout) and ``prepare@<name>`` stage (every declared image dataset but a named release), and the user image
+    datasets that cannot have one, with the reason (one line each)."""
+    from .catalog import BUILTIN
+
+    builtin = {s.name for s in BUILTIN}
+    lists = {"fetch": [], "fetch_own": [], "prepare": []}
     for name in declared():
         spec = registry.get_dataset(name, classes_from_data=False)
         if spec.variant_of:
             continue
         if spec.archives and not spec.generated:
-            lists["fetch"].append(name)
+            lists["fetch" if name in builtin else "fetch_own"].append(name)
         lists["prepare"].append(name)
     return lists, {n: why for n, why in _user_images().items() if why}
 
@@ -108,8 +113,8 @@ def stage_lists() -> tuple[dict[str, list[str]], dict[str, str]]:
 def render_stages() -> str:
     """The text of ``datasets/dvc_stages.yaml``."""
     lists, _ = stage_lists()
-    return ("# The datasets of dvc.yaml's fetch@<name> and prepare@<name> stages, written from the registry (built-in\n"
-            "# and datasets/<name>/dataset.yaml) by `python -m dmp data declare`: do not edit.\n"
+    return ("# The datasets of dvc.yaml's fetch@<name>, fetch_own@<name> and prepare@<name> stages, written from the\n"
+            "# registry (built-in and datasets/<name>/dataset.yaml) by `python -m dmp data declare`: do not edit.\n"
             + "".join(f"{k}: {json.dumps(v)}\n" for k, v in lists.items()))
 
 

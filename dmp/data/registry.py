@@ -190,7 +190,7 @@ def require_dataset(spec: DatasetSpec) -> Path:
     elif spec.generated:
         how = f"Generate it with `python -m dmp data demo` (or `dvc repro {name}`)."
     else:
-        how = (f"Fetch it with `python -m dmp data fetch {name}` (or `dvc pull` / `dvc repro prepare@{name}`), "
+        how = (f"Fetch it with `python -m dmp data fetch {name}` (or `dvc repro prepare@{name}`), "
                f"or download one of the archives ({', '.join(dict.fromkeys(a.filename for a in spec.archives))}) "
                f"by hand into {download_dir(spec)}/ and rerun the fetch, or place the extracted domain folders "
                f"under {root}/ ({placed_by_hand(spec, missing)}).")

@@ -362,6 +362,13 @@ def domain_folder(spec: DatasetSpec, domain: Domain, root: Path) -> str:
     return bare if base.is_dir() and any((base / c).is_dir() for c in spec.classes) else domain.folder
 
 
+def placed_twice(spec: DatasetSpec, domain: Domain, root: Path) -> bool:
+    """Whether a domain declared as ``<d>/images`` is under ``root`` in both accepted layouts at once: its declared
+    folder exists and ``<d>/`` holds class folders too (which of the two holds the images is then anyone's guess)."""
+    root, bare = Path(root), bare_folder(spec, domain)
+    return bool(bare) and (root / domain.folder).is_dir() and any((root / bare / c).is_dir() for c in spec.classes)
+
+
 def declared_path(spec: DatasetSpec, domain: Domain, rel: str) -> str:
     """``rel`` (an image of ``domain``, relative to the data root) as the declared layout names it: a path of the
     layout without ``images/`` (``amazon/back_pack/x.jpg``) gets the level back (``amazon/images/back_pack/x.jpg``);

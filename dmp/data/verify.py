@@ -23,7 +23,8 @@ from ..io import sha256_file
 from . import registry
 from .catalog import PUBLISHED_DUPLICATES, PUBLISHED_ORDER
 from .load import open_rgb, read_arrays
-from .spec import IMAGE_EXTENSIONS, DatasetSpec, Domain, bare_folder, declared_path, domain_folder, visible_name
+from .spec import (IMAGE_EXTENSIONS, DatasetSpec, Domain, bare_folder, declared_path, domain_folder, placed_twice,
+                   visible_name)
 
 Shown = Callable[[str], str]
 
@@ -45,6 +46,16 @@ def scan_domain(spec: DatasetSpec, domain: Domain, root: Path, shown: Shown | No
     ``<folder>`` (the published ImageCLEF lists name class sub-folders that the archive does not have) or, for
     ``list_paths: root``, relative to the root; an entry listed twice is kept twice, as in the published lists."""
     shown = shown or (lambda rel: str(Path(root) / rel))
+    if placed_twice(spec, domain, root):
+        bare = bare_folder(spec, domain)
+        committed = registry.lists_dir(spec.name) / f"{domain.name}_full.txt"
+        try:  # the first path the committed list names, as it is written (no other check of the list here)
+            first = committed.read_text().split("\n", 1)[0].strip().rsplit(" ", 1)[0]
+        except OSError:
+            first = ""
+        named = (f" (the committed list {committed} names {first}: keep the folders it names)" if first else "")
+        raise ValueError(f"domain {domain.name!r} is placed in both accepted layouts, {shown(domain.folder)}/<class>/ "
+                         f"and {shown(bare)}/<class>/: keep only one of them{named}")
     folder = domain_folder(spec, domain, root)
     base = root / folder
     if not base.is_dir():
