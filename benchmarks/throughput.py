@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dmp.config import resolve  # noqa: E402
+from dmp.data.cached_images import device_parts  # noqa: E402
 from dmp.data.inputs import (BatchStream, CachedImages, ImageListDataset, Task, image_transforms,  # noqa: E402
                              loader_options)
 from dmp.train.compiled import compile_function  # noqa: E402
@@ -332,6 +333,9 @@ def main(argv=None):
                     help="read the images from an input cache (config input_cache, dmp/data/cache.py) built first "
                          "from the generated JPEGs: decoded and resized once; crops, flips and normalisation of "
                          "whole batches on the device")
+    ap.add_argument("--input-device", action="store_true",
+                    help="with --input-cache: the cache held whole on the device, crops and flips drawn there "
+                         "(config input_device, dmp/data/cached_images.py DeviceImages)")
     ap.add_argument("--suite-hours", type=Path, metavar="CONFIG",
                     help="print instead the estimated device hours of `snakemake all_tables` for this suite "
                          "config (e.g. config/config.yaml), from the paper's time table or --figures")
@@ -344,6 +348,8 @@ def main(argv=None):
         return print_suite_hours(per, times, args.suite_hours, args.job_overhead)
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: no CUDA device is available")
+    if args.input_device and not args.input_cache:
+        ap.error("--input-device holds the input cache on the device: give --input-cache too")
     size = dict(SIZES[args.size])
     for key in ("batch", "crop", "steps", "warmup", "images"):
         if getattr(args, key) is not None:
@@ -374,9 +380,14 @@ def main(argv=None):
                 held[d] = (np.load(tmp / "cache" / f"{d}.npy", mmap_mode="r"), np.arange(len(entries)),
                            [lab for _, lab in entries])
             cache_s = time.perf_counter() - t0
-            ds = {d: CachedImages(*held[d], size["crop"], True) for d in DOMAINS}
-            src_eval = CachedImages(*held[args.source], size["crop"], False)
-            tgt_eval = CachedImages(*held[args.target], size["crop"], False)
+            if args.input_device:  # the three domains in one uint8 tensor on the device (config input_device)
+                roles = [*((d, True) for d in DOMAINS), (args.source, False), (args.target, False)]
+                *parts, src_eval, tgt_eval = device_parts({d: held[d] for d in DOMAINS}, size["crop"], roles)
+                ds = dict(zip(DOMAINS, parts))
+            else:
+                ds = {d: CachedImages(*held[d], size["crop"], True) for d in DOMAINS}
+                src_eval = CachedImages(*held[args.source], size["crop"], False)
+                tgt_eval = CachedImages(*held[args.target], size["crop"], False)
         else:
             train_tf = image_transforms(True, size["resize"], size["crop"])
             eval_tf = image_transforms(False, size["resize"], size["crop"])
@@ -452,7 +463,8 @@ def main(argv=None):
         "two_domain_ce_compiled": hasattr(src, "ce_objective"),
         "pin_memory": dmp.pin_memory,
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark), "task": f"{args.source}->{args.target}",
-        "input_cache": bool(args.input_cache), "cache_build_seconds": cache_s,
+        "input_cache": bool(args.input_cache), "input_device": bool(args.input_device),
+        "cache_build_seconds": cache_s,
         "pipeline_images_per_s": pipe,
         "model_images_per_s": {"source_only": b / t_model_src, "two_domain_ce": 2 * b / t_model_both,
                                "dmp": 2 * b / t_model_dmp},
@@ -495,7 +507,8 @@ def report(r):
           f"cudnn.benchmark={r['cudnn_benchmark']} workers/stream={r['workers']} compile={r.get('compile', 'off')}")
     if r.get("input_cache"):
         print(f"input cache: on (built from the generated JPEGs in {r['cache_build_seconds']:.1f} s; batches cut "
-              f"from it, normalised on {r['device']}; no decoding workers)")
+              f"from it, normalised on {r['device']}; no decoding workers"
+              + ("; held whole on the device, crops drawn there)" if r.get("input_device") else ")"))
     print("input pipeline alone            " + "  ".join(
         f"{d} {v:8.1f} images/s" for d, v in r["pipeline_images_per_s"].items()))
     m, e = r["model_images_per_s"], r["end_to_end_images_per_s"]

@@ -156,3 +156,23 @@ def test_config_takes_the_new_backbone_names():
         assert resolve({"dataset": "demo", "source": "S", "target": "O", "backbone": name})["backbone"] == name
     with pytest.raises(ConfigError, match="backbone"):
         resolve({"dataset": "demo", "source": "S", "target": "O", "backbone": "timm:"})
+
+
+def test_torchvision_route_without_weights_downloads_nothing(tmp_path, monkeypatch):
+    """``torchvision:<model> pretrained=false`` builds from random weights and touches no network and no cache
+    folder, also for the builders whose own default would fetch their backbone's ImageNet weights
+    (``weights_backbone``: fcn_resnet50's ResNet-50); a segmentation model is then refused as no classifier."""
+    import torch.hub
+
+    def no_network(url, *args, **kwargs):
+        raise AssertionError(f"download attempted: {url}")
+
+    home = tmp_path / "torch_home"
+    monkeypatch.setenv("TORCH_HOME", str(home))
+    monkeypatch.setattr(torch.hub, "download_url_to_file", no_network)
+    with pytest.raises(ValueError, match=r"^backbone torchvision:fcn_resnet50: cannot find the classifier of FCN .*"
+                                         r"image classification model"):
+        build_backbone("torchvision:fcn_resnet50", pretrained=False)
+    assert not home.exists()
+    module, dim = build_backbone("torchvision:resnet18", pretrained=False)
+    assert dim == 512 and module.weights_file is None and not home.exists()

@@ -9,10 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
-from scripts_module import load_script
 from test_reliability_more import _one_line_error
 
 from dmp.cli import main as dmp_main
+from studies import evidence
+from studies.office31 import report as office31_report
+from studies.records import office31_runs
 
 
 # ----------------------------------------------------------------------------------------------- extract-features
@@ -121,19 +123,16 @@ def test_the_evidence_report_refuses_an_accuracy_the_tables_refuse(tmp_path, cap
     """The same record is refused by `dmp tables` (read_metrics) and by the report, for the same reason."""
     from dmp.metrics import read_metrics
 
-    evidence = load_script("evidence")
     path = _evidence_record(tmp_path / "runs", accuracy=1234.5)
     report = tmp_path / "evidence.md"
-    err = _script_error(capsys, evidence.main, ["--report-only", "--out", str(tmp_path / "runs"),
-                                                "--report", str(report)])
+    err = _script_error(capsys, evidence.main, ["--out", str(tmp_path / "runs"), "--report", str(report)])
     assert err == f"error: {path}: accuracy 1234.5 is not an accuracy in [0, 100]"
     assert read_metrics(path, {}, ()) == (None, "accuracy 1234.5 is not an accuracy in [0, 100]")
     assert not report.exists()
 
 
 def test_the_evidence_report_names_a_cut_off_record_and_an_empty_folder(tmp_path, capsys):
-    evidence = load_script("evidence")
-    args = ["--report-only", "--out", str(tmp_path / "runs"), "--report", str(tmp_path / "evidence.md")]
+    args = ["--out", str(tmp_path / "runs"), "--report", str(tmp_path / "evidence.md")]
     err = _script_error(capsys, evidence.main, args)
     assert err == (f"error: no runs under {tmp_path / 'runs'} (the report reads its */*/*/*/*/*/seed*/metrics.json)")
     path = _evidence_record(tmp_path / "runs")
@@ -145,25 +144,23 @@ def test_the_evidence_report_names_a_cut_off_record_and_an_empty_folder(tmp_path
 
 
 def test_the_office31_report_refuses_a_record_the_tables_refuse(tmp_path, capsys):
-    report = load_script("office31_report")
     path = _office31_record(tmp_path, accuracy=1234.5)
-    err = _script_error(capsys, report.main, ["--root", str(tmp_path)])
+    err = _script_error(capsys, office31_report.main, ["--root", str(tmp_path)])
     assert err == f"error: {path}: accuracy 1234.5 is not an accuracy in [0, 100]"
     _record(path, json.dumps({**RECORD, "accuracy": 50})[:30])
-    assert _script_error(capsys, report.main, ["--root", str(tmp_path)]) == (
+    assert _script_error(capsys, office31_report.main, ["--root", str(tmp_path)]) == (
         f"error: {path}: unreadable (JSONDecodeError)")
     _office31_record(tmp_path, status="running")
-    assert _script_error(capsys, report.main, ["--root", str(tmp_path)]) == (
+    assert _script_error(capsys, office31_report.main, ["--root", str(tmp_path)]) == (
         f"error: {path}: status 'running', not 'complete'")
 
 
 def test_the_office31_report_on_an_empty_folder_and_its_help(tmp_path, capsys):
-    report = load_script("office31_report")
-    err = _script_error(capsys, report.main, ["--root", str(tmp_path)])
+    err = _script_error(capsys, office31_report.main, ["--root", str(tmp_path)])
     assert err == (f"error: no runs under {tmp_path} (the section reads "
                    f"runs/office31_lite0_t128/vanilla/*/*/G/full-full/seed*/metrics.json there)")
     with pytest.raises(SystemExit) as exc:
-        report.main(["--help"])
+        office31_report.main(["--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: ") and "--root" in out and "## Office-31" not in out
@@ -179,8 +176,7 @@ def test_a_valid_record_reads_as_before(tmp_path):
     del record["status"], record["mean_class_accuracy"]
     path.write_text(json.dumps(record))
     assert load_record(path)["accuracy"] == 61.5
-    assert load_script("office31_report")._runs("runs/*/vanilla/*/*/G/full-full/seed*/metrics.json",
-                                                 tmp_path)["accuracy"].tolist() == [61.5]
+    assert office31_runs("runs/*/vanilla/*/*/G/full-full/seed*/metrics.json", tmp_path)["accuracy"].tolist() == [61.5]
 
 
 # ----------------------------------------------------------------------------------------------- dataset.yaml

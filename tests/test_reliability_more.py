@@ -286,12 +286,87 @@ def test_a_prepare_that_holds_the_folder_starts_the_log_afresh(tmp_path, capsys)
 
 
 def test_the_train_rule_lets_prepare_start_its_log_instead_of_the_shell():
-    """The shell must not truncate train.log (``> {log}``) before prepare holds the run folder's lock."""
+    """The shell must not truncate train.log (``> ...``) before prepare holds the run folder's lock, and train.log is
+    no ``log:`` of the rule (Snakemake removes a job's log files before the job runs): a parameter."""
     text = (REPO / "workflow" / "rules" / "train.smk").read_text()
-    shell = text[text.index("    shell:"):]
-    prepare = shell[shell.index("-m dmp.suite prepare"):shell.index("&&")]
-    assert "--log {log:q}" in prepare and ">" not in prepare, prepare
-    assert "-m dmp train" in shell and "> {log" not in shell.replace(">> {log:q}", "")
+    rule = text[text.index("rule train:"):]
+    log = rule[rule.index("    log:"):rule.index("    benchmark:")]
+    assert "train.log" not in log and "train_job_log(" in log, log
+    assert 'log=lambda w, output: os.path.join(os.path.dirname(output[0]), "train.log")' in rule
+    shell = rule[rule.index("    shell:"):]
+    prepare = shell[shell.index("-m dmp.suite prepare"):shell.index("||")]
+    assert "--log {params.log:q}" in prepare and prepare.count(">") == 1 and "2> {log:q}" in prepare, prepare
+    assert "-m dmp train" in shell and "> {params.log" not in shell.replace(">> {params.log:q}", "")
+    variant = (REPO / "workflow" / "rules" / "figures.smk").read_text()
+    variant = variant[variant.index("use rule train as train_variant"):variant.index("rule figure:")]
+    assert "train.log" not in variant and "train_job_log(suite_lib.VARIANT_RUN_PATTERN)" in variant
+
+
+def _demo_train_job(tmp_path):
+    """A demo config writing under ``tmp_path`` whose first train job has its inputs in place (an empty data folder,
+    a weights file that is no weights: a job that got past prepare would stop at once, training nothing):
+    (config file, the job's metrics.json, its run folder)."""
+    import yaml
+
+    from dmp.suite import Suite
+
+    cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    cfg["results"], cfg["data_dir"] = str(tmp_path / "results"), str(tmp_path / "data")
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    (tmp_path / "data" / "demo").mkdir(parents=True)
+    weights = Path(Suite(cfg).demo_weights())
+    weights.parent.mkdir(parents=True)
+    weights.write_text("not a weights file\n")
+    metrics = Path(Suite(cfg).all_runs()[0].metrics_path(cfg["results"]))
+    metrics.parent.mkdir(parents=True)
+    return path, metrics, metrics.parent
+
+
+@pytest.mark.slow
+def test_a_second_snakemake_on_a_running_job_leaves_its_train_log_as_it_is(tmp_path):
+    """Snakemake itself (not only prepare): a train job started while another process trains into its folder (holds
+    the lock) is refused, names the refusal on stderr and in its own job log, and the running job's train.log keeps
+    every line (it was the rule's ``log:``, which Snakemake removed before the job ran)."""
+    import fcntl
+    import os
+
+    from dmp.run_lock import LOCK_FILE
+    from tests import hang_guard
+
+    config, metrics, run = _demo_train_job(tmp_path)
+    log = run / "train.log"
+    log.write_text("iteration 1200 of 5000\n")
+    fd = os.open(run / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as the running trainer holds it
+        proc = hang_guard.run([sys.executable, "-m", "snakemake", "--cores", "1", metrics, "--configfile", config],
+                              cwd=REPO, quiet=1800)
+    finally:
+        os.close(fd)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert "is in use by another training process" in proc.stderr, proc.stderr[-3000:]
+    assert log.read_text() == "iteration 1200 of 5000\n"
+    job_log = tmp_path / "results" / "logs" / "train" / f"{run.relative_to(tmp_path / 'results' / 'runs')}.log"
+    assert "is in use by another training process" in job_log.read_text()
+    assert not metrics.exists()
+
+
+@pytest.mark.slow
+def test_a_failed_train_job_puts_the_last_line_of_its_train_log_on_stderr(tmp_path):
+    """A job that stops (here on a weights file that is no weights, before any training): the trainer's one-line
+    error, the last line of train.log, is on Snakemake's stderr and is the job's log."""
+    from tests import hang_guard
+
+    config, metrics, run = _demo_train_job(tmp_path)
+    proc = hang_guard.run([sys.executable, "-m", "snakemake", "--cores", "1", metrics, "--configfile", config],
+                          cwd=REPO, quiet=1800)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    last = (run / "train.log").read_text().splitlines()[-1]
+    assert last.startswith("error: "), last
+    assert last in proc.stderr.splitlines(), proc.stderr[-3000:]
+    job_log = tmp_path / "results" / "logs" / "train" / f"{run.relative_to(tmp_path / 'results' / 'runs')}.log"
+    assert job_log.read_text() == last + "\n"
 
 
 # ----------------------------------------------------------------------------------------------- backbones

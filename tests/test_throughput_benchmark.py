@@ -61,6 +61,29 @@ def test_compiled_cached_run_compiles_the_reference_too_and_counts_no_ops(tmp_pa
     assert r["seconds_per_step"]["model_two_domain_ce"] > 0
 
 
+@pytest.mark.slow  # ~10 s of CPU; a minute or two of wall on a loaded 2-core machine
+def test_the_device_input_pipeline_runs_every_figure(tmp_path):
+    """--input-cache --input-device: the batches cut from the cache held whole on the device (config input_device)."""
+    out = tmp_path / "figures.json"
+    proc = hang_guard.run(
+        [sys.executable, str(ROOT / "benchmarks" / "throughput.py"), "--size", "small", "--device", "cpu",
+         "--crop", "32", "--batch", "2", "--steps", "1", "--warmup", "1", "--images", "4", "--threads", "1",
+         "--input-cache", "--input-device", "--json", str(out)],
+        quiet=1800, env=dict(os.environ, OMP_NUM_THREADS="1"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert r["input_cache"] and r["input_device"] and "held whole on the device, crops drawn there" in proc.stdout
+    assert all(v > 0 for v in r["pipeline_images_per_s"].values()) and r["ops_per_step"]["dmp_host_reads"] == 0
+
+
+def test_the_device_input_pipeline_needs_the_cache(capsys):
+    from scripts_module import load_script
+
+    with pytest.raises(SystemExit):
+        load_script("throughput", "benchmarks").main(["--device", "cpu", "--input-device"])
+    assert "--input-device holds the input cache on the device: give --input-cache too" in capsys.readouterr().err
+
+
 def test_suite_hours_estimate_covers_every_run_of_the_paper_suite():
     import importlib.util
 

@@ -1,5 +1,7 @@
-"""The dataset that reads the input cache (:mod:`dmp.data.cache`, config ``input_cache``): whole batches gathered
-from a domain's uint8 memory map and augmented on the training device with the uncached pipeline's own draws."""
+"""The datasets that read the input cache (:mod:`dmp.data.cache`, config ``input_cache``): whole batches gathered
+from a domain's uint8 memory map and augmented on the training device with the uncached pipeline's own draws
+(:class:`CachedImages`), or cut from the run's domains held whole on the training device, with crops and flips drawn
+there (:class:`DeviceImages`, config ``input_device``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -64,11 +66,16 @@ class CachedImages(Dataset):
         params = torch.tensor(draws, dtype=torch.long).reshape(len(idx), 3)
         return images, params.pin_memory() if pin else params, self.labels[torch.as_tensor(idx, dtype=torch.long)]
 
-    def _convert(self, images, params):
+    def place(self, device):
+        """Convert the batches on ``device`` (:meth:`dmp.data.inputs.Task.place`)."""
+        self.device = torch.device(device)
+
+    def _convert(self, images, params, index=None):
         """On :attr:`device`: each image's crop (flipped where drawn), then uint8 -> float with ToTensor's ``x / 255``
         and Normalize's ``(x - mean) / std``. The 255 is a tensor on the device: CUDA divides by a host scalar as a
         multiplication by its reciprocal (up to 1 ulp away, 7e-7 after normalisation on an H200), by a tensor with
-        an IEEE division, as the CPU does."""
+        an IEEE division, as the CPU does. ``index``: the rows of ``images`` that hold the batch (``images`` is then
+        a whole :class:`DevicePixels` tensor); by default row ``i`` is sample ``i``."""
         cuda = self.device.type == "cuda"
         x = images.to(self.device, non_blocking=cuda)
         c, dev = self.crop, x.device
@@ -81,11 +88,11 @@ class CachedImages(Dataset):
             p = params.to(dev, non_blocking=cuda)
             rows, cols = p[:, :1] + span, p[:, 1:2] + span
             cols = torch.where(p[:, 2:].bool(), cols.flip(1), cols)
-            b = torch.arange(len(x), device=dev).view(-1, 1, 1, 1)
+            b = (torch.arange(len(x), device=dev) if index is None else index).view(-1, 1, 1, 1)
             x = x[b, channels, rows[:, None, :, None], cols[:, None, None, :]]
         else:  # the centre crop
             top, left = int(params[0, 0]), int(params[0, 1])
-            x = x[:, :, top:top + c, left:left + c]
+            x = x[:, :, top:top + c, left:left + c] if index is None else x[index, :, top:top + c, left:left + c]
         return x.to(torch.get_default_dtype()).div_(full).sub_(mean).div_(std)
 
     def batches(self, jobs):
@@ -112,9 +119,9 @@ class CachedImages(Dataset):
 
     def subset(self, indices) -> "CachedImages":
         """The samples ``indices`` of this dataset, read from the same map."""
-        part = CachedImages(self.pixels, self.rows[np.asarray(indices, dtype=np.int64)],
-                            self.labels[torch.as_tensor(indices, dtype=torch.long)], self.crop, self.train)
-        part.device = self.device
+        part = type(self)(self.pixels, self.rows[np.asarray(indices, dtype=np.int64)],
+                          self.labels[torch.as_tensor(indices, dtype=torch.long)], self.crop, self.train)
+        part.place(self.device)
         return part
 
     def batch(self, idx, seeds=None):
@@ -125,3 +132,105 @@ class CachedImages(Dataset):
         i, seed = sample_key(key)
         x, y = self.batch([i], [seed])
         return x[0], y[0]
+
+
+class DevicePixels:
+    """The uint8 images of a run's domains as one tensor ``[N, 3, resize, resize]``: each domain's input cache
+    (:func:`dmp.data.cache.load`), one after another (domain ``k`` from row ``offsets[k]``), copied to a device once,
+    in chunks of 256 images (:meth:`on`). Office-31 at 256 px: 4,110 images, 808 MB."""
+
+    def __init__(self, arrays):
+        self.arrays = list(arrays)
+        self.offsets = [int(v) for v in np.cumsum([0] + [len(a) for a in self.arrays])]
+        self.shape = (self.offsets[-1], *self.arrays[0].shape[1:])
+        self._held: tuple = (None, None)
+
+    def on(self, device) -> torch.Tensor:
+        """The images as one uint8 tensor on ``device`` (copied there on the first call for that device)."""
+        device = torch.device(device)
+        if self._held[0] != device:
+            held = torch.empty(self.shape, dtype=torch.uint8, device=device)
+            for start, arr in zip(self.offsets, self.arrays):
+                for i in range(0, len(arr), 256):
+                    part = torch.from_numpy(np.array(arr[i:i + 256]))  # (a writable copy of the map)
+                    held[start + i:start + i + len(part)].copy_(part)
+            self._held = (device, held)
+        return self._held[1]
+
+
+class DeviceImages(CachedImages):
+    """The images of a run's list (config ``input_device``), cut from :class:`DevicePixels`, the run's domains held
+    whole on :attr:`device`; rows ``rows`` of it, labels ``labels``. No DataLoader workers, and no copy from the host
+    per batch but the sample indices of an evaluation batch.
+
+    Training batches (:meth:`draw`, what :class:`dmp.data.inputs.BatchStream` yields for this dataset): the images
+    the standard loader takes at that iteration (the same sample indices), each with a random crop and a horizontal
+    flip drawn on the device from a generator seeded with the iteration's seed (:meth:`crops`): the same
+    distribution as :meth:`CachedImages.draws` (offsets uniform over ``0..resize - crop``, a flip with probability
+    1/2, all independent; tests/test_device_inputs.py), not the same draws (torch's CPU generator cannot run on a
+    GPU). A draw depends on (run seed, stream, iteration) only, so a resumed run cuts the same later batches. The
+    keyed access ``dataset[(index, seed)]`` and :meth:`batches` keep :class:`CachedImages`' draws; evaluation is the
+    centre crop, as there."""
+
+    cache = "device"
+
+    def place(self, device):
+        """Hold the images (:meth:`DevicePixels.on`), rows and labels on ``device``."""
+        self.device = torch.device(device)
+        self._on = (self.pixels.on(self.device), torch.as_tensor(self.rows).to(self.device),
+                    self.labels.to(self.device))
+        self._generator, self._placed_on = torch.Generator(device=self.device), self.device
+
+    def _placed(self):
+        """``(images, rows, labels)`` on :attr:`device` (placed there first if they are not)."""
+        if getattr(self, "_placed_on", None) != self.device:
+            self.place(self.device)
+        return self._on
+
+    def crops(self, count: int, seed: int) -> torch.Tensor:
+        """``[count, 3]`` long on :attr:`device`: (top, left, flip) of ``count`` samples, from one ``torch.randint``
+        over the ``2 (resize - crop + 1)^2`` combinations of a generator on the device seeded with ``seed``: every
+        combination equally likely (up to the modulo of torch's 32-bit draw, below 1e-6), so the two offsets and the
+        flip are uniform and independent."""
+        self._placed()
+        span = self.size - self.crop + 1
+        u = torch.randint(0, 2 * span * span, (count,), generator=self._generator.manual_seed(int(seed)),
+                          device=self.device)
+        return torch.stack([u // (2 * span), u // 2 % span, u % 2], 1)
+
+    def draw(self, index: torch.Tensor, seed: int):
+        """The training batch ``(x, y)`` of samples ``index`` (long, on :attr:`device`), cropped and flipped as
+        :meth:`crops` draws from ``seed``, both on :attr:`device`."""
+        held, rows, labels = self._placed()
+        return self._convert(held, self.crops(len(index), seed), rows[index]), labels[index]
+
+    def batches(self, jobs):
+        """Yield ``(x, y)`` for each ``(indices, seeds or None)`` of ``jobs``: the crops :meth:`CachedImages.draws`
+        gives (a training part) or the centre crop, cut on :attr:`device`; ``y`` on the host, as there."""
+        held, rows, _ = self._placed()
+        for job in jobs:
+            idx = torch.as_tensor([int(i) for i in job[0]], dtype=torch.long)
+            seeds = [None] * len(idx) if job[1] is None else list(job[1])
+            params = torch.tensor(self.draws(seeds), dtype=torch.long).reshape(len(idx), 3)
+            cuda = self.device.type == "cuda"
+            if cuda:  # (page-locked: copied without waiting)
+                params, idx = params.pin_memory(), idx.pin_memory()
+            on = idx.to(self.device, non_blocking=cuda)
+            yield self._convert(held, params, rows[on]), self.labels[idx]
+
+
+def device_parts(held: dict, crop: int, roles) -> list[DeviceImages]:
+    """A task's parts ``roles`` (``(role, train)`` pairs) as :class:`DeviceImages` cut from one
+    :class:`DevicePixels` of the domains they read: ``held`` maps each role to :func:`dmp.data.cache.load`'s
+    ``(memory map, rows, labels)``; a domain read by two roles is held once."""
+    arrays: dict = {}
+    for arr, _, _ in held.values():
+        arrays.setdefault(getattr(arr, "filename", None) or id(arr), arr)
+    pixels = DevicePixels(arrays.values())
+    start = dict(zip(arrays, pixels.offsets))
+    out = []
+    for role, train in roles:
+        arr, rows, labels = held[role]
+        out.append(DeviceImages(pixels, np.asarray(rows) + start[getattr(arr, "filename", None) or id(arr)], labels,
+                                crop, train))
+    return out

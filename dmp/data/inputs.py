@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from .cached_images import CachedImages
+from .cached_images import CachedImages, DeviceImages, device_parts
 from .load import IMAGENET_MEAN, IMAGENET_STD, sample_key
 
 
@@ -176,13 +176,14 @@ class Task:
         return len(self.classes)
 
     def place(self, device):
-        """Convert the batches of the input-cached parts (:class:`CachedImages`) on ``device``."""
+        """Convert the batches of the input-cached parts (:class:`CachedImages`) on ``device`` (config
+        ``input_device``: hold their images there, :class:`DeviceImages`)."""
         for part in (self.source_train, self.source_eval, self.target_train, self.target_eval):
             if isinstance(part, CachedImages):
-                part.device = torch.device(device)
+                part.place(device)
 
 
-def _mix(*ints) -> int:
+def mix_seeds(*ints) -> int:
     """A stable 63-bit hash of a few integers (independent of PYTHONHASHSEED)."""
     h = 0x9E3779B97F4A7C15
     for v in ints:
@@ -199,22 +200,32 @@ class BatchStream:
     def __init__(self, dataset, batch_size: int, seed: int, stream_id: int, num_workers: int = 0):
         self.dataset, self.b, self.seed, self.sid = dataset, batch_size, seed, stream_id
         self.n, self.num_workers = len(dataset), num_workers
-        self._perms: dict[int, torch.Tensor] = {}
+        self._perms: dict[tuple, torch.Tensor] = {}  # (epoch, device or None) -> permutation
 
-    def _perm(self, epoch):
-        if epoch not in self._perms:
-            if len(self._perms) > 2:
-                self._perms.pop(min(self._perms))
-            g = torch.Generator().manual_seed(_mix(self.seed, self.sid, epoch))
-            self._perms[epoch] = torch.randperm(self.n, generator=g)
-        return self._perms[epoch]
+    def _perm(self, epoch, device=None):
+        """Epoch ``epoch``'s permutation; on ``device``: copied there once (page-locked, without waiting, on CUDA)."""
+        key = (epoch, None if device is None else str(device))
+        if key not in self._perms:
+            if len(self._perms) > 5:
+                self._perms.pop(min(self._perms, key=lambda k: k[0]))
+            if device is None:
+                perm = torch.randperm(self.n, generator=torch.Generator().manual_seed(mix_seeds(self.seed, self.sid, epoch)))
+            else:
+                cuda = torch.device(device).type == "cuda"
+                perm = (self._perm(epoch).pin_memory() if cuda else self._perm(epoch)).to(device, non_blocking=cuda)
+            self._perms[key] = perm
+        return self._perms[key]
+
+    def indices(self, t: int, device=None) -> torch.Tensor:
+        """The sample indices ``[b]`` of iteration ``t`` (on ``device``: cut from permutations held there)."""
+        q0, q1, n = t * self.b, (t + 1) * self.b, self.n
+        parts = [self._perm(e, device)[max(q0 - e * n, 0):min(q1 - e * n, n)]
+                 for e in range(q0 // n, (q1 - 1) // n + 1)]
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
 
     def keys(self, t: int):
         """The ``(index, augmentation seed)`` pairs of iteration ``t``."""
-        keys = []
-        for j, q in enumerate(range(t * self.b, (t + 1) * self.b)):
-            keys.append((int(self._perm(q // self.n)[q % self.n]), _mix(self.seed, self.sid, t, j, 1)))
-        return keys
+        return [(i, mix_seeds(self.seed, self.sid, t, j, 1)) for j, i in enumerate(self.indices(t).tolist())]
 
     def iterate(self, start: int, stop: int, pin_memory: bool = False):
         """Yield ``(x, y)`` for iterations ``start .. stop-1`` (``pin_memory``: page-locked batches, for
@@ -223,6 +234,10 @@ class BatchStream:
             for t in range(start, stop):
                 keys = self.keys(t)
                 yield self.dataset.batch([i for i, _ in keys], [sd for _, sd in keys])
+            return
+        if isinstance(self.dataset, DeviceImages):  # cut on the device: the indices, crops drawn from (seed, t)
+            for t in range(start, stop):
+                yield self.dataset.draw(self.indices(t, self.dataset.device), mix_seeds(self.seed, self.sid, t, 2))
             return
         if isinstance(self.dataset, CachedImages):
             yield from self.dataset.batches(([i for i, _ in keys], [sd for _, sd in keys])
@@ -299,7 +314,8 @@ def input_record(spec, cfg, views) -> dict:
     (``reads_it``) and the number of stored training views (0: every draw is the centre crop)."""
     if spec.kind == "images":
         return {"kind": "images", "resize": int(cfg["resize"]), "crop": int(cfg["crop"]),
-                "train_views": "a random crop + flip per draw", "input_cache": bool(cfg["input_cache"])}
+                "train_views": "a random crop + flip per draw", "input_cache": bool(cfg["input_cache"]),
+                "input_device": bool(cfg["input_device"])}
     meta = {k: json.loads(v) for k, v in spec.meta}
     out = {"kind": spec.kind, "views": 0 if views is None else int(views.shape[1])}
     if meta.get("backbone"):
@@ -338,8 +354,9 @@ def build_task(cfg) -> Task:
             from . import cache
 
             held = {role: cache.load(spec, d, split, cfg["resize"], part) for role, (d, split, part) in reads.items()}
-            cached = [CachedImages(*held[role], cfg["crop"], train) for role, train in (
-                ("source_train", True), ("source_train", False), ("target_train", True), ("target_eval", False))]
+            roles = (("source_train", True), ("source_train", False), ("target_train", True), ("target_eval", False))
+            cached = device_parts(held, cfg["crop"], roles) if cfg["input_device"] else [
+                CachedImages(*held[role], cfg["crop"], train) for role, train in roles]
             return Task(*cached, classes, 3, None, version, scores, input_record(spec, cfg, None))
         small = spec.name == "demo" or spec.cache_images
         lists = {role: registry.list_file(spec, *k) for role, k in reads.items()}
@@ -350,7 +367,7 @@ def build_task(cfg) -> Task:
                     images("target_train", train_tf), images("target_eval", test_tf), classes, 3, None, version,
                     scores, input_record(spec, cfg, None))
     from ..params import INPUT_PARAMS as PARAMS
-    for key in ("resize", "crop", "input_cache"):  # the image pipeline's keys do nothing here: refused, never ignored
+    for key in ("resize", "crop", "input_cache", "input_device"):  # the image pipeline's keys do nothing here: refused, never ignored
         if cfg[key] != PARAMS[key].default:
             raise ValueError(f"config key {key!r} = {cfg[key]}: dataset {spec.name} is of kind {spec.kind!r}, read at "
                              f"its stored size; resize, crop and the ImageNet normalisation apply to image datasets "

@@ -12,10 +12,25 @@ from ..manifolds.spectral import batching
 
 
 @functools.lru_cache(maxsize=None)
+def _upper(m: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``[m, m]``: 1 above the diagonal (the pairs ``i < j``), 0 elsewhere, made once per shape."""
+    return torch.ones(m, m, dtype=dtype, device=device).triu(1)
+
+
+@functools.lru_cache(maxsize=None)
 def _pair_mask(m: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """``[m, m]``: ``2 / (m (m - 1))`` above the diagonal, 0 elsewhere (the mean over the pairs ``i < j`` as a
     weighted sum), made once per shape (a constant of every step)."""
-    return torch.ones(m, m, dtype=dtype, device=device).triu(1) / (m * (m - 1) // 2)
+    return _upper(m, dtype, device) / (m * (m - 1) // 2)
+
+
+def _present_pairs(counts: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``[c, c]``: ``1 / P`` at the pairs ``i < j`` of the classes present in the batch (``counts > 0``; ``P`` of
+    them), 0 elsewhere (all 0 when ``P`` is 0): the mean over those pairs as a weighted sum, with no count read on
+    the host."""
+    present = (counts > 0).to(dtype)
+    pairs = _upper(len(counts), dtype, counts.device) * present.unsqueeze(1) * present.unsqueeze(0)
+    return pairs / pairs.sum().clamp_min(1.0)
 
 
 def _layers(h, anchors):
@@ -44,17 +59,23 @@ class _UnitRows(torch.autograd.Function):
     ``dx = (dy - y (y . dy) [||x|| > eps]) / max(||x||, eps)``: three operations forward and six backward, where
     ``F.normalize`` dispatches five and fifteen (the batched path of the losses, :func:`unit_rows`)."""
 
+    generate_vmap_rule = True  # torch.func.vmap runs forward and backward on the batched tensors (dmp/train/stacked.py)
+
     @staticmethod
-    def forward(ctx, x: torch.Tensor, eps: float) -> torch.Tensor:  # noqa: D401
+    def forward(x: torch.Tensor, eps: float):  # noqa: D401
         norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
         scale = norm.clamp_min(eps)
-        y = x / scale
-        ctx.save_for_backward(y, scale, norm > eps)
-        return y
+        return x / scale, scale, norm > eps
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        y, scale, above = output
+        ctx.mark_non_differentiable(scale, above)
+        ctx.save_for_backward(y, scale, above)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, dy: torch.Tensor):
+    def backward(ctx, dy: torch.Tensor, _scale=None, _above=None):
         y, scale, above = ctx.saved_tensors
         along = (y * dy).sum(-1, keepdim=True) * above
         return (dy - y * along) / scale, None
@@ -68,7 +89,7 @@ def unit_rows(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
         return F.normalize(x, dim=-1, eps=eps)
     if not x.requires_grad:
         return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True).clamp_min(eps)
-    return _UnitRows.apply(x, eps)
+    return _UnitRows.apply(x, eps)[0]
 
 
 def class_onehot(y: torch.Tensor, num_classes: int, dtype: torch.dtype) -> torch.Tensor:
@@ -116,8 +137,8 @@ def inter_class_loss(h_s, y_s: torch.Tensor, source_mean, num_classes: int,
         absent: how classes absent from the batch are treated. ``"zero"`` (default, the paper): their
             class mean is the all-zero vector, so their centralised mean is the constant ``-source_mean`` and
             every pair ``i<j`` of the ``c`` classes is averaged with ``2/(c(c-1))``. ``"skip"``: only the pairs
-            of classes present in the batch are averaged (``2/(m(m-1))`` over the ``m`` present classes; the
-            count ``m`` is read on the host: a device synchronisation, unlike ``"zero"``).
+            of classes present in the batch are averaged (``2/(m(m-1))`` over the ``m`` present classes; on the
+            CPU path the count ``m`` is read on the host, where batched it is a weighted sum, with no read).
         eps: floor of the l2 norm in the normalisation (a zero centralised mean gives a zero vector, not NaN).
     Returns:
         A scalar; 0 when fewer than two classes take part (nothing to separate).
@@ -129,21 +150,20 @@ def inter_class_loss(h_s, y_s: torch.Tensor, source_mean, num_classes: int,
     counts = onehot.sum(0)
     scale = counts.clamp_min(1).unsqueeze(1)
     onehot_t = onehot.t()
-    m = num_classes
-    if absent == "skip":
-        present_idx = (counts > 0).nonzero().squeeze(1)       # (reads the device)
+    m, batched = num_classes, batching(layers[0]) and (len(layers) > 1 or absent == "skip")
+    if absent == "skip" and not batched:
+        present_idx = (counts > 0).nonzero().squeeze(1)       # (reads the device: the CPU path's arithmetic)
         m = present_idx.numel()
     if m < 2:
         return layers[0].sum() * 0.0
-    if batching(layers[0]) and len(layers) > 1:  # a GPU: the layers zero-padded into one batch [L, c, D]
+    if batched:  # a GPU: the layers zero-padded into one batch [L, c, D]
         h, mean = padded_stack(layers), padded_stack([a.detach() for a in anchors])
         centred = torch.bmm((onehot_t / scale).expand(len(layers), -1, -1), h) - mean.unsqueeze(1)  # (1/n_i: once)
-        if absent == "skip":
-            centred = centred[:, present_idx]
         unit = unit_rows(centred, eps=eps)                    # (zero columns change no norm)
         # the mean over i < j as a masked sum: a gather's backward is index_put_ with accumulate, which on CUDA sorts
         # its indices (deterministic mode) and may wait for the host; a masked sum's backward is elementwise
-        return (torch.bmm(unit, unit.mT) * _pair_mask(m, unit.dtype, unit.device)).sum()
+        pairs = _present_pairs(counts, unit.dtype) if absent == "skip" else _pair_mask(m, unit.dtype, unit.device)
+        return (torch.bmm(unit, unit.mT) * pairs).sum()
     iu = torch.triu_indices(m, m, offset=1, device=layers[0].device)
     terms = []
     for h, mean in zip(layers, anchors):

@@ -39,7 +39,8 @@ def intra_class_loss(h_t, p_t: torch.Tensor, class_means, k: int = 1,
     if not 1 <= k <= c:
         raise ValueError(f"k must be in [1, {c}], got {k}")
     layers, anchors = _layers(h_t, class_means)
-    chi = torch.zeros_like(p_t).scatter_(1, p_t.detach().topk(k, dim=1).indices, 1.0)  # shared by the layers
+    # (out of place: torch.func.vmap has a batching rule for scatter, not for scatter_)
+    chi = torch.zeros_like(p_t).scatter(1, p_t.detach().topk(k, dim=1).indices, 1.0)  # shared by the layers
     p = p_t if grad_p else p_t.detach()
     w = None if class_weights is None else class_weights.detach().to(p_t.dtype).unsqueeze(0)
     if batching(p_t) and len(layers) > 1:  # a GPU: the layers zero-padded into one batch [L, n, D]

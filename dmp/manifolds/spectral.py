@@ -60,8 +60,10 @@ def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 class _SpectralFunction(torch.autograd.Function):
     """``s(G)`` for a symmetric matrix, with a Daleckii-Krein backward."""
 
+    generate_vmap_rule = True  # torch.func.vmap runs forward and backward on the batched tensors (dmp/train/stacked.py)
+
     @staticmethod
-    def forward(ctx, gram: torch.Tensor, spectrum: Spectrum) -> torch.Tensor:  # noqa: D401
+    def forward(gram: torch.Tensor, spectrum: Spectrum):  # noqa: D401
         try:
             evals, evecs = torch.linalg.eigh(gram)  # (CUDA: cuSOLVER; it reads its error flag on the host)
         except torch.linalg.LinAlgError as err:
@@ -70,12 +72,17 @@ class _SpectralFunction(torch.autograd.Function):
                                  "(did training diverge?)") from err
             raise
         values, divided = spectrum(evals)
+        return bmm(evecs * values.unsqueeze(-2), evecs.mT), evecs, divided
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, evecs, divided = output
+        ctx.mark_non_differentiable(evecs, divided)
         ctx.save_for_backward(evecs, divided)
-        return bmm(evecs * values.unsqueeze(-2), evecs.mT)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad: torch.Tensor):
+    def backward(ctx, grad: torch.Tensor, _evecs=None, _divided=None):
         evecs, divided = ctx.saved_tensors
         inner = bmm(bmm(evecs.mT, 0.5 * (grad + grad.mT)), evecs)
         return bmm(bmm(evecs, divided * inner), evecs.mT), None
@@ -85,7 +92,7 @@ def spectral_function(gram: torch.Tensor, spectrum: Spectrum) -> torch.Tensor:
     """``s(G) = V diag(s(lambda)) V^T`` for a symmetric ``gram`` ``[n, n]`` or a batch of them ``[B, n, n]`` (only
     the lower triangles are read, as by ``torch.linalg.eigh``); differentiable with the guarded divided differences
     of ``spectrum``. A batch is one eigen-decomposition and one autograd node."""
-    return _SpectralFunction.apply(gram, spectrum)
+    return _SpectralFunction.apply(gram, spectrum)[0]
 
 
 def spectral_functions(grams: list[torch.Tensor], spectra: list[Spectrum]) -> list[torch.Tensor]:
@@ -253,13 +260,18 @@ def _block_signs(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
 
 
 class _SafeSqrt(torch.autograd.Function):
+    generate_vmap_rule = True
+
     @staticmethod
-    def forward(ctx, x: torch.Tensor, level: torch.Tensor | float) -> torch.Tensor:  # noqa: D401
-        root = x.clamp_min(0.0).sqrt()
+    def forward(x: torch.Tensor, level: torch.Tensor | float) -> torch.Tensor:  # noqa: D401
+        return x.clamp_min(0.0).sqrt()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, level = inputs
         tensor_level = isinstance(level, torch.Tensor)
         ctx.level = None if tensor_level else float(level)
-        ctx.save_for_backward(x, root, *([level] if tensor_level else []))
-        return root
+        ctx.save_for_backward(x, output, *([level] if tensor_level else []))
 
     @staticmethod
     @once_differentiable

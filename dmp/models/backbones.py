@@ -73,7 +73,7 @@ def _smallcnn(pretrained=False, weights_path=None, in_channels=3, norm="batch", 
         raise WeightsUnavailableError(
             "smallcnn has no downloadable weights: pre-train them once with `python -m dmp pretrain-demo --out "
             "FILE` (add `--recipe digits` for smallcnn_gn on 1-channel digits) and pass weights_path=FILE (the demo "
-            "pipeline and scripts/evidence.py do this), or set pretrained=false for a random initialisation")
+            "pipeline and the evidence studies do this), or set pretrained=false for a random initialisation")
     model.weights_file = path
     return model, model.out_dim
 

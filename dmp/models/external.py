@@ -9,6 +9,7 @@ flatten before it), the file is loaded with the same checks as the built-in back
 """
 from __future__ import annotations
 
+import inspect
 import re
 
 from torch import nn
@@ -39,7 +40,9 @@ def _strip_classifier(model: nn.Module) -> tuple[str, int]:
             else:
                 setattr(model, name, nn.Identity())
             return name, linears[0].in_features
-    raise ValueError(f"cannot find the classifier of {model.__class__.__name__} (looked for fc, classifier, heads)")
+    raise ValueError(f"cannot find the classifier of {model.__class__.__name__} (a Linear layer under fc, classifier, "
+                     f"heads or head): this route takes an image classification model "
+                     f"(torchvision.models.list_models(module=torchvision.models))")
 
 
 def build(name: str, pretrained: bool = True, weights_path: str | None = None, **_):
@@ -69,8 +72,17 @@ def build(name: str, pretrained: bool = True, weights_path: str | None = None, *
         import torchvision
         if arch not in torchvision.models.list_models():
             raise KeyError(f"backbone {name!r}: torchvision has no model {arch!r} (torchvision.models.list_models())")
-        module = torchvision.models.get_model(arch, weights=None)
-        classifier, out_dim = _strip_classifier(module)
+        # weights=None alone is not enough: torchvision's segmentation and detection builders (fcn_resnet50,
+        # fasterrcnn_resnet50_fpn, ...) then download their backbone's ImageNet weights (weights_backbone). On this
+        # route the weights come from weights_path or nowhere.
+        kwargs = {"weights": None}
+        if "weights_backbone" in inspect.signature(torchvision.models.get_model_builder(arch)).parameters:
+            kwargs["weights_backbone"] = None
+        module = torchvision.models.get_model(arch, **kwargs)
+        try:
+            classifier, out_dim = _strip_classifier(module)
+        except ValueError as exc:
+            raise ValueError(f"backbone {name}: {exc}") from None
         if path is not None:
             _say(load_weights(module, path, name, classifier=classifier))
     module.weights_file = path

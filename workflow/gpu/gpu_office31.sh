@@ -13,7 +13,7 @@
 #   python -m dmp train --quiet --out $WORK/runs/office31_256/vanilla/<S-T>/<method>/G/full-full/seed<k> \
 #     dataset=office31_256 source=<S> target=<T> method=<method> seed=<k> backbone=efficientnet_lite0 device=cuda \
 #     input_cache=on threads=<cores / PARALLEL>
-# (the suite's run layout, dmp/suite.py Run.folder; input_cache gives the same batches as decoding, docs/datasets.md).
+# (the suite's run layout, dmp/suite/runs.py Run.folder; input_cache gives the same batches as decoding, docs/datasets.md).
 # PARALLEL runs share the GPU (a DMP step was host-bound on an H200, docs/benchmarks.md; with 8 runs on one H200 DMP
 # slowed to about 0.9 s per iteration against 0.1-0.16 s with 2-4: keep 3 or 4 runs in all per GPU); a cell is started
 # only when its estimated time (iterations x the seconds per iteration measured on the cells done, or RATE_S before
