@@ -41,7 +41,7 @@ def test_readme_layout_names_every_rule_file_and_top_level_folder():
     text = "\n".join(_layout())
     rules = re.search(r"workflow/rules/\{([a-z,]+)\}\.smk", text).group(1).split(",")
     assert sorted(rules) == sorted(p.stem for p in (ROOT / "workflow" / "rules").glob("*.smk"))
-    tracked = {"benchmarks", "config", "datasets", "docs", "dmp", "profiles", "requirements", "scripts", "tests",
+    tracked = {"benchmarks", "config", "datasets", "docs", "dmp", "profiles", "requirements", "scripts", "studies", "tests",
                "workflow"}
     assert {d for d in tracked if (ROOT / d).is_dir()} == tracked
     assert [d for d in tracked if f"{d}/" not in text] == []
@@ -82,7 +82,7 @@ def test_no_reference_a_reader_cannot_follow(path):
     assert found == []
 
 
-@pytest.mark.parametrize("folder", ["dmp", "tests", "scripts", "benchmarks", "workflow"])
+@pytest.mark.parametrize("folder", ["dmp", "studies", "tests", "scripts", "benchmarks", "workflow"])
 def test_no_code_cites_an_issue_number(folder):
     """A docstring or comment says what is checked and why: an issue number is nothing a reader of the code can
     follow. The pattern itself is tried on the forms such citations took (this file, which holds them, is skipped)."""
