@@ -77,3 +77,29 @@ def test_reading_no_label_is_dmp_bit_for_bit_and_reading_half_changes_the_run(is
     assert [r[col] for r in intra[1:]] != [r[col] for r in plain_intra[1:]]  # the term read the labels
     assert json.loads((tmp_path / "q0.5" / "diagnosis.json").read_text()) == half  # a second call reads it back
     assert s.diagnose(_cfg(), 0.5, tmp_path / "q0.5") == half
+
+
+def test_every_committed_run_that_read_target_labels_says_so_and_no_table_takes_it():
+    """Each committed diagnosis run whose diagnosis.json counts labels read carries ``target_labels_read`` in its own
+    metrics.json, with the same count, and :func:`dmp.metrics.read_metrics` refuses it whatever config is expected; a
+    run that read none does not carry it."""
+    from pathlib import Path
+
+    from dmp.metrics import read_metrics
+
+    root = Path(__file__).resolve().parents[1] / "results"
+    seen = 0
+    for diag in sorted(root.rglob("diagnosis.json")):
+        record = diag.with_name("metrics.json")
+        if not record.is_file():
+            continue
+        read, metrics = json.loads(diag.read_text()).get("read"), json.loads(record.read_text())
+        if not read:
+            assert not metrics.get("target_labels_read"), record
+            continue
+        seen += 1
+        assert metrics["target_labels_read"].startswith(f"the labels of {read} of the "), record
+        assert "no target labels" not in metrics["model_selection"], record
+        got, why = read_metrics(record, {}, [("accuracy",)])
+        assert got is None and why.startswith("a run that read target labels"), (record, why)
+    assert seen >= 10
