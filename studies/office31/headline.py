@@ -30,9 +30,10 @@ DEPARTURES = {
     "config/office31_lite_sgd.yaml": (
         "The compared rows with the optimiser of the papers they are cited from",
         "The same form with SGD (momentum 0.9, weight decay 5e-4, lr 0.01 annealed as lr / (1 + 10 p)^0.75, the "
-        "backbone at 0.1x) instead of Adam 2e-4: the protocol of PADA's paper (ECCV 2018), from which the paper's "
-        "ResNet-50, DANN and PADA partial rows are cited; its runs are config/office31_lite_sgd.yaml's (the target "
-        "accuracy logged every 50 iterations, for this diagnosis only; training unchanged)."),
+        "backbone at 0.1x) instead of Adam 2e-4: the protocol of the papers the paper's compared rows are cited from, "
+        "CDAN's (NeurIPS 2018: the vanilla ResNet-50, DANN and CDAN+E rows) and PADA's (ECCV 2018: the partial "
+        "ResNet-50, DANN and PADA rows); its runs are config/office31_lite_sgd.yaml's (the target accuracy logged "
+        "every 50 iterations, for this diagnosis only; training unchanged)."),
 }
 """A departure's config -> (title, what it changes); its table is printed below the headline's table of each setting
 the departure's config has a table for, with the gains over its own source-only where it has that row."""
