@@ -17,6 +17,7 @@ import yaml
 from dmp.metrics import RecordError
 from dmp.tables.cli import compared
 from dmp.tables.render import gains, gains_markdown, row_label
+from studies.office31.terms import NEARER_BY
 from studies.records import ROOT, records
 
 CONFIG = ROOT / "config" / "office31_lite.yaml"
@@ -110,13 +111,14 @@ def section(config_path: Path = CONFIG) -> list[str]:
                     provenance + " Rows without \"paper\" are ours: mean ± sample std over the seeds (one seed: the "
                     "value); Avg = the mean over the 6 tasks per seed, then mean ± std; – = no finished run.", "",
                     *table_lines(comp, table), "", *gains_markdown(gains(comp), table)[2:], ""]
-            out += departure_lines(dataset, table)
+            out += departure_lines(dataset, table, comp)
     return out
 
 
-def departure_lines(dataset: str, table: str) -> list[str]:
+def departure_lines(dataset: str, table: str, headline=None) -> list[str]:
     """Each departure of :data:`DEPARTURES` with a ``table`` of finished runs: what it changes, its provenance, its
-    table, and its gains over its own source-only where it ran that row."""
+    table, its gains over its own source-only where it ran that row, and (``headline``: the headline form's
+    comparison frame of the same table) each of its rows' Avg beside the headline form's and the paper's."""
     out = []
     for path, (title, text) in DEPARTURES.items():
         config = yaml.safe_load((ROOT / path).read_text())
@@ -133,7 +135,37 @@ def departure_lines(dataset: str, table: str) -> list[str]:
         out += [f"### {title}", "", text, "", provenance, "", *table_lines(comp, table, paper_rows=False), "",
                 *gains_markdown(gains(comp), table)[2:]]
         out += [""] if out[-1] else []
+        if headline is not None:
+            out += beside_headline(comp, headline, table, title)
     return out
+
+
+def beside_headline(departure, headline, table: str, title: str) -> list[str]:
+    """Each row of a departure with an Avg, beside the headline form's Avg of the same row and the paper's: which of
+    the two forms is nearer the paper's number, by more than :data:`NEARER_BY` points (else "neither"). Both Avgs are
+    the ``Mean`` cells of the same table code (:func:`dmp.tables.cli.compared`), each over its own form's seeds (both
+    counts printed)."""
+    lines = []
+    for row, part in departure[departure["column"] == "Mean"].groupby("row", sort=False):
+        mine = part.iloc[0]
+        theirs = headline[(headline["row"] == row) & (headline["column"] == "Mean")]
+        if mine["ours"] != mine["ours"] or theirs.empty or theirs.iloc[0]["ours"] != theirs.iloc[0]["ours"]:
+            continue
+        paper, base = mine["paper"], theirs.iloc[0]
+        seeds = f"{int(mine['seeds'])} / {int(base['seeds'])}"
+        if paper != paper:
+            lines.append(f"| {row_label(table, row)} | {mine['ours']:.1f} | {base['ours']:.1f} | – | – | – | {seeds} |")
+            continue
+        gap, base_gap = abs(mine["ours"] - paper), abs(base["ours"] - paper)
+        near = ("this departure" if gap < base_gap - NEARER_BY else
+                "the headline form" if base_gap < gap - NEARER_BY else f"neither (within {NEARER_BY:g} point)")
+        lines.append(f"| {row_label(table, row)} | {mine['ours']:.1f} | {base['ours']:.1f} | {paper:.1f} | "
+                     f"{mine['ours'] - paper:+.1f} / {base['ours'] - paper:+.1f} | {near} | {seeds} |")
+    if not lines:
+        return []
+    return [f"{title}, beside the headline form (Avg of the 6 tasks; seeds: this departure's / the headline's):", "",
+            "| row | this departure | the headline form | paper | diff to the paper | nearer the paper | seeds |",
+            "|---|---|---|---|---|---|---|", *lines, ""]
 
 
 def main(argv=None) -> int:

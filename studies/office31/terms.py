@@ -59,7 +59,8 @@ def _terms_by_form(dep: pd.DataFrame, modes: dict, paper: pd.DataFrame, column: 
 
 NEARER_BY = 1.0
 """Points by which a form's gain or L_DS's share must be nearer the paper's than the other form's to be read as nearer
-(:func:`ablations_by_bn`, :func:`ds_by_depth`): a tenth of a point over a few runs is no difference."""
+(:func:`ablations_by_bn`, :func:`ds_by_depth`; a departure's Avg against the headline form's:
+:func:`studies.office31.headline.beside_headline`): a tenth of a point over a few runs is no difference."""
 
 
 def _ds_short(gain: dict, form) -> float:
