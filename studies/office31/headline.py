@@ -17,6 +17,7 @@ import yaml
 from dmp.metrics import RecordError
 from dmp.tables.cli import compared
 from dmp.tables.render import gains, gains_markdown, row_label
+from studies.office31.selection import selection_lines
 from studies.office31.terms import NEARER_BY
 from studies.records import ROOT, records
 
@@ -137,6 +138,7 @@ def departure_lines(dataset: str, table: str, headline=None) -> list[str]:
         out += [""] if out[-1] else []
         if headline is not None:
             out += beside_headline(comp, headline, table, title)
+        out += selection_lines(results, dataset, table, comp)
     return out
 
 
