@@ -46,3 +46,15 @@ def test_a_method_without_every_task_gives_no_row(tmp_path):
     _record(tmp_path, "A->W", "dann", 0, 56.0, [2.0, 86.0, 56.0])
     runs = logged_runs(tmp_path, "ds", "partial")
     assert selection_table(runs, pd.DataFrame(columns=["row", "column", "paper"]), "partial", TASKS) == []
+
+
+def test_the_share_predicted_as_an_absent_class_counts_the_columns_of_the_empty_rows():
+    from studies.office31.absent import absent_share
+
+    # 4 classes, the target has classes 0 and 2 (rows 1 and 3 empty); of its 10 images, 3 are predicted as 1 or 3
+    confusion = [[4, 1, 0, 0],
+                 [0, 0, 0, 0],
+                 [1, 0, 2, 2],
+                 [0, 0, 0, 0]]
+    assert absent_share(confusion) == 30.0
+    assert absent_share([[5, 0], [1, 4]]) == 0.0  # every class present: nothing is absent

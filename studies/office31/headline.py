@@ -17,6 +17,7 @@ import yaml
 from dmp.metrics import RecordError
 from dmp.tables.cli import compared
 from dmp.tables.render import gains, gains_markdown, row_label
+from studies.office31.absent import absent_lines
 from studies.office31.selection import selection_lines
 from studies.office31.terms import NEARER_BY
 from studies.records import ROOT, records
@@ -113,7 +114,21 @@ def section(config_path: Path = CONFIG) -> list[str]:
                     "value); Avg = the mean over the 6 tasks per seed, then mean ± std; – = no finished run.", "",
                     *table_lines(comp, table), "", *gains_markdown(gains(comp), table)[2:], ""]
             out += departure_lines(dataset, table, comp)
+            if table == "partial":
+                out += absent_classes(results, dataset, [c for c in dict.fromkeys(comp["column"]) if c != "Mean"])
     return out
+
+
+def absent_classes(results: Path, dataset: str, tasks: list[str]) -> list[str]:
+    """The share of the target predicted as a class it does not have, for the methods of every departure with a
+    partial table, in the headline form and in each such departure (:func:`studies.office31.absent.absent_lines`)."""
+    forms, methods = {"the headline form": results}, []
+    for path, (title, _) in DEPARTURES.items():
+        config = yaml.safe_load((ROOT / path).read_text())
+        if "partial" in config["tables"]:
+            forms[title[0].lower() + title[1:]] = ROOT / config["results"]
+            methods += [m for m in config["tables"]["partial"]["methods"] if m not in methods]
+    return absent_lines(forms, dataset, methods, tasks) if methods else []
 
 
 def departure_lines(dataset: str, table: str, headline=None) -> list[str]:

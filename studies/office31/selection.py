@@ -71,4 +71,9 @@ def selection_lines(results: Path, dataset: str, table: str, comp: pd.DataFrame)
             "logged during the same runs, the model the cited papers' official code keeps (it evaluates on the "
             "labelled target every few hundred iterations and keeps the best). The best reads target labels to pick "
             "the iterate: a diagnosis of the paper's numbers, never a result "
-            f"({len(runs)} runs, seeds {', '.join(map(str, sorted(runs['seed'].unique())))}).", "", *lines, ""]
+            f"({len(runs)} runs, {_seeds(runs)}).", "", *lines, ""]
+
+
+def _seeds(runs: pd.DataFrame) -> str:
+    seeds = sorted(runs["seed"].unique())
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
