@@ -63,6 +63,9 @@ def _train_on_device(args):
         if not torch.cuda.is_available():
             raise ConfigError("device=cuda, but torch finds no usable CUDA GPU here (torch.cuda.is_available() is "
                               "False): use device=cpu, or device=auto to take a GPU only where there is one")
+    if args.seeds:
+        _train_stacked(user, args)
+        return
     new = not Path(args.out).exists()
     try:
         metrics = train(user, args.out, progress=not args.quiet)
@@ -72,6 +75,34 @@ def _train_on_device(args):
         raise
     print(f"{args.out}: target accuracy {metrics['accuracy']:.2f} %, "
           f"mean class accuracy {metrics['mean_class_accuracy']:.2f} %")
+
+
+def _seed_list(text: str) -> list[int]:
+    """``--seeds 0,1,2``: the seeds, comma-separated (a list of words would swallow the key=value overrides)."""
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integer seeds (e.g. 0,1,2)")
+    return seeds
+
+
+def _train_stacked(user, args):
+    from pathlib import Path
+
+    from .train import train_stacked
+
+    outs = [Path(args.out.replace("{seed}", str(s))) for s in args.seeds]
+    new = [not out.exists() for out in outs]
+    try:
+        results = train_stacked(user, args.seeds, args.out, progress=not args.quiet)
+    except BaseException:
+        for out, fresh in zip(outs, new):
+            if fresh:
+                _drop_lock_only_folder(out)
+        raise
+    for out, metrics in zip(outs, results):
+        print(f"{out}: target accuracy {metrics['accuracy']:.2f} %, "
+              f"mean class accuracy {metrics['mean_class_accuracy']:.2f} %")
 
 
 def _drop_lock_only_folder(out) -> None:
@@ -123,7 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("train", help="train one task (resumes from OUT/checkpoint.pt)")
     p.add_argument("--config", help="run config YAML")
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--out", required=True, help="output folder (with --seeds: one per seed, {seed} in its name)")
+    p.add_argument("--seeds", type=_seed_list, metavar="S,S,...", help="train these seeds of the config stacked "
+                   "into one batched step in one process (each into its own --out folder, as alone; not for methods "
+                   "with a domain discriminator); their seconds are the shared step's")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="override any config key")
     p.set_defaults(func=_train)

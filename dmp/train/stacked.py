@@ -38,8 +38,7 @@ the test checks that its gradient is round-off instead (docs/benchmarks.md, "Man
 Scope: the step, the anchor refresh, the transfer of every run's state (weights, running statistics, optimiser
 moments, non-finite flag) to and from the K ``Trainer`` objects (:meth:`StackedRuns.write_back`,
 :meth:`StackedRuns.load_from_trainers`), so that each trainer writes its own checkpoint, log and ``metrics.json``
-exactly as a single run. What a full stacked run loop still needs is in docs/benchmarks.md ("Many runs in one
-process").
+exactly as a single run. The run loop: dmp/train/stacked_loop.py (``dmp train --seeds``).
 """
 from __future__ import annotations
 
@@ -262,12 +261,6 @@ class StackedRuns:
         held = {n: p.detach() for n, p in self.params.items() if n not in trained}
         grads, (loss, parts, accumulate) = self._vmapped(trained, held, self.buffers, xs, ys, self._extra(xt), it,
                                                          progress)
-        if accumulate:
-            for k, t in enumerate(self.trainers):
-                if needs.anchors:
-                    t.anchors.add_source([f[k] for f in accumulate["feats_s"]], ys[k])
-                if needs.mean_prediction:
-                    t.anchors.add_target(accumulate["p_t"][k])
         self.nonfinite_at.masked_fill_(~torch.isfinite(loss.detach()) & (self.nonfinite_at < 0), it)
         rows = None
         if log:
@@ -283,6 +276,14 @@ class StackedRuns:
                                              + ", ".join(f"{n}={v[k]:.4g}" for n, v in zip(parts, values[1:])))
                 rows.append(dict({n: v[k] for n, v in zip(parts, values[1:])}, iteration=it, lr=lr,
                                  loss=values[0][k]))
+        # after the check above: a step that raises leaves every run as it was before it (a run whose partner diverged
+        # takes the step again, re-stacked without it: dmp/train/stacked_loop.py)
+        if accumulate:
+            for k, t in enumerate(self.trainers):
+                if needs.anchors:
+                    t.anchors.add_source([f[k] for f in accumulate["feats_s"]], ys[k])
+                if needs.mean_prediction:
+                    t.anchors.add_target(accumulate["p_t"][k])
         for name in self._trained:  # slice k: dL_k / dtheta_k (the module docstring)
             self.params[name].grad = grads[name]
         self.opt.step()

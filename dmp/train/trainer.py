@@ -399,45 +399,80 @@ class Trainer:
 
         ``out`` belongs to one run: a folder holding another run's files is refused (``ConfigError``); this
         run resumes from its checkpoint, with log.csv cut back to it (emptied when there is none)."""
-        cfg, T = self.cfg, self.sched["iterations"]
+        self.open_folder()
+        T = self.sched["iterations"]
+        bar = self.progress_bar()
+        self.train_until(T if stop_after is None else min(T, stop_after), bar)
+        bar.close()
+        return self.complete()
+
+    def open_folder(self):
+        """Make the run folder ready, under its lock (held by the caller): refused if it holds another run's files,
+        temporary files removed, resumed from its checkpoint (log.csv cut back to it, emptied when there is none),
+        ``config.yaml`` written."""
         self.out.mkdir(parents=True, exist_ok=True)
-        ckpt.check_run_folder(self.out, cfg)
+        ckpt.check_run_folder(self.out, self.cfg)
         remove_temp_files(self.out)
         if not self.try_resume():
             _truncate_log(self.out / "log.csv", 0)  # rows of an attempt that never reached a checkpoint
-        ckpt.write_config(self.out, cfg)
-        stop = T if stop_after is None else min(T, stop_after)
+        ckpt.write_config(self.out, self.cfg)
+
+    def progress_bar(self, desc: str | None = None):
+        cfg = self.cfg
+        return tqdm(total=self.sched["iterations"], initial=self.iteration, dynamic_ncols=True,
+                    desc=desc or f"{cfg['method']} {cfg['source']}->{cfg['target']}", disable=not self.progress)
+
+    def due(self, it: int) -> tuple[bool, bool, bool]:
+        """What iteration ``it`` of the loop does besides its step: ``(log the target accuracy before it, refresh the
+        anchors before it, log its losses)``."""
+        cfg, T = self.cfg, self.sched["iterations"]
+        return (bool(cfg["log_accuracy_every"]) and it % cfg["log_accuracy_every"] == 0,
+                self.uses_anchors and it % self.period == 0 and (it > 0 or cfg["anchor_mode"] == "full_pass"),
+                it % cfg["log_every"] == 0 or it == T - 1)
+
+    def checkpoint_due(self, stop: int) -> bool:
+        """Whether a checkpoint follows the step that brought the run to ``self.iteration``."""
+        return self.iteration % self.cfg["checkpoint_every"] == 0 or self.iteration == stop
+
+    def train_until(self, stop: int, bar=None):
+        """The loop from ``self.iteration`` to ``stop``, a checkpoint every ``checkpoint_every`` iterations and at
+        ``stop`` (a stacked run's lagging member catches up alone with it, dmp/train/stacked_loop.py)."""
         rows = []
-        bar = tqdm(total=T, initial=self.iteration, desc=f"{cfg['method']} {cfg['source']}->{cfg['target']}",
-                   disable=not self.progress, dynamic_ncols=True)
         pin = self.pin_memory
         batches_t = self.target.iterate(self.iteration, stop, pin) if self.needs.target != "none" else None
         wall = time.perf_counter()  # wall_seconds: the loop below, less checkpoint writes and accuracy logging
         for xs, ys in self.source.iterate(self.iteration, stop, pin):
             it = self.iteration
-            if cfg["log_accuracy_every"] and it % cfg["log_accuracy_every"] == 0:
+            accuracy, refresh, log = self.due(it)
+            if accuracy:
                 paused = time.perf_counter()
                 self.log_accuracy()
                 wall += time.perf_counter() - paused
             xt = next(batches_t)[0] if batches_t is not None else None
-            if self.uses_anchors and it % self.period == 0 and (it > 0 or cfg["anchor_mode"] == "full_pass"):
+            if refresh:
                 self.refresh_anchors()
-            row = self._timed_step(it, xs, ys, xt, log=it % cfg["log_every"] == 0 or it == T - 1)
+            row = self._timed_step(it, xs, ys, xt, log=log)
             if row is not None:
                 rows.append(row)
-                bar.set_postfix(loss=f"{row['loss']:.3f}", ce=f"{row['ce']:.3f}", refresh=False)
+                if bar is not None:
+                    bar.set_postfix(loss=f"{row['loss']:.3f}", ce=f"{row['ce']:.3f}", refresh=False)
             self.iteration = it + 1
-            bar.update(1)
-            if self.iteration % cfg["checkpoint_every"] == 0 or self.iteration == stop:
+            if bar is not None:
+                bar.update(1)
+            if self.checkpoint_due(stop):
                 self._collect_step_times()  # waits for the device: times and the non-finite flag are final
                 self.check_finite(it)
                 self.wall_seconds += time.perf_counter() - wall
                 self.save_checkpoint(rows)
                 wall = time.perf_counter()
-        bar.close()
+
+    def complete(self) -> dict | None:
+        """After the loop: ``None`` if the run stopped before ``iterations``, else the final accuracy log entry and
+        :meth:`finish`."""
+        T = self.sched["iterations"]
         if self.iteration < T:
             return None
-        if cfg["log_accuracy_every"] and not any(r[0] == T for r in self.accuracy_log):
+        if self.cfg["log_accuracy_every"] and not any(r[0] == T for r in self.accuracy_log):
             self.log_accuracy()
         return self.finish()
 
