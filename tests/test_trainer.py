@@ -147,6 +147,9 @@ def test_metrics_file_is_complete_and_traceable(tmp_path):
     assert on_disk["config"]["method"] == "dmp" and m["iterations"] == 20
     assert on_disk["weights_sha256"] is None  # no weights file: nothing pre-trained to identify
     assert set(on_disk["interpolation"]) == {"0", "0.1", "0.3", "0.5"}
+    # the kind of CPU it ran on: its kernels decide the rounding, so a bit-for-bit rerun needs the same kind
+    assert on_disk["cpu"]["capability"] == torch.backends.cpu.get_cpu_capability()
+    assert isinstance(on_disk["cpu"]["model"], str) and on_disk["cpu"]["model"]
 
 
 def test_changed_config_refuses_to_resume(tmp_path):

@@ -114,6 +114,23 @@ def gpu_slot(env=os.environ, poll: float = 1.0):
         time.sleep(poll)
 
 
+def cpu_info() -> dict:
+    """What metrics.json records of the CPU a run used: its model name and the kernel family torch dispatches to.
+    CPU kernels round differently on another family or vendor (docs/workflow.md, "The same numbers, on the same kind
+    of CPU"), so a run is bit-for-bit reproducible on the same kind of CPU only."""
+    import platform
+
+    import torch
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return {"model": model, "capability": torch.backends.cpu.get_cpu_capability()}
+
+
 def gpu_info(device) -> dict | None:
     """What metrics.json records of the GPU a run used: the visible device(s), the device's name and index."""
     if getattr(device, "type", str(device)) != "cuda":

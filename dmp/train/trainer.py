@@ -31,7 +31,7 @@ from ..models import DMPNet, backbones, batch_statistics
 from ..weighting import class_weights
 from . import checkpoint as ckpt
 from . import compiled, snapshot
-from .devices import gpu_info
+from .devices import cpu_info, gpu_info
 from .evaluate import classification_report, interpolation_report, predict
 from .provenance import code_version, git_commit, packages
 from .schedule import lr_factor, schedule, set_lr
@@ -534,6 +534,7 @@ class Trainer:
             "packages": packages(),
             "device": str(self.device),
             "gpu": gpu_info(self.device),
+            "cpu": cpu_info(),  # CPU kernels round differently on another kind of CPU (dmp.train.devices.cpu_info)
             "threads": torch.get_num_threads(),
             "model_selection": "last iteration (no target labels used)" if not self.target_labels_read else
             "last iteration",
