@@ -116,12 +116,15 @@ def _loop(trainers, start: int, stop: int, progress: bool) -> list:
             batches[id(t)] = (xs, ys, next(target)[0] if target is not None else None)
         if refresh:
             stacked.refresh_anchors()
-        while True:
+        step_rows = None
+        while stacked is not None:
             try:
                 step_rows = clock.time(lambda: stacked.step(it, [batches[id(t)] for t in stacked.trainers], log=log))
                 break
             except FloatingPointError:  # the step changed no run: it is taken again without the diverged ones
                 stacked = _without_diverged(stacked, diverged)
+        if stacked is None:
+            break
         for t, row in zip(stacked.trainers, step_rows or []):
             rows[id(t)].append(row)
         for t in stacked.trainers:
@@ -134,46 +137,25 @@ def _loop(trainers, start: int, stop: int, progress: bool) -> list:
                 stacked.check_finite(it)
             except FloatingPointError:
                 stacked = _without_diverged(stacked, diverged)
+                if stacked is None:
+                    break
             now = time.perf_counter()
             for t in stacked.trainers:
                 t.train_seconds += seconds
                 t.wall_seconds += now - wall
                 t.save_checkpoint(rows[id(t)])
             wall = time.perf_counter()
-        if not stacked.trainers:
-            break
     bar.close()
-    if stacked.trainers:
+    if stacked is not None:
         stacked.write_back()
     return diverged
 
 
-def _without_diverged(stacked: StackedRuns, diverged: list) -> StackedRuns:
-    """``stacked`` re-stacked without its runs whose non-finite flag is set (appended to ``diverged``); every other
-    run's state written back to its trainer first. An empty :class:`StackedRuns` stand-in when none is left."""
+def _without_diverged(stacked: StackedRuns, diverged: list) -> StackedRuns | None:
+    """``stacked`` re-stacked without its runs whose non-finite flag is set (appended to ``diverged``), every other
+    run's state written back to its trainer first; None when no run is left."""
     flags = stacked.nonfinite_at.tolist()
     stacked.write_back()
-    for t, f in zip(stacked.trainers, flags):
-        if f >= 0:
-            diverged.append(t)
+    diverged += [t for t, f in zip(stacked.trainers, flags) if f >= 0]
     live = [t for t, f in zip(stacked.trainers, flags) if f < 0]
-    if not live:
-        return _Empty()
-    return StackedRuns(live)
-
-
-class _Empty:
-    """No run left: every step and check is a no-op."""
-    trainers: list = []
-
-    def step(self, it, batches, log=True):
-        return None
-
-    def write_back(self):
-        pass
-
-    def check_finite(self, it, first=None):
-        pass
-
-    def refresh_anchors(self):
-        pass
+    return StackedRuns(live) if live else None
