@@ -130,7 +130,7 @@ def _loop(trainers, start: int, stop: int, progress: bool) -> list:
         for t in stacked.trainers:
             t.iteration = it + 1
         bar.update(1)
-        if (it + 1) % lead.cfg["checkpoint_every"] == 0 or it + 1 == stop:  # (Trainer.checkpoint_due)
+        if lead.checkpoint_due(it + 1, stop):
             seconds = clock.collect()
             stacked.write_back()
             try:

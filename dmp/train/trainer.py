@@ -430,9 +430,9 @@ class Trainer:
                 self.uses_anchors and it % self.period == 0 and (it > 0 or cfg["anchor_mode"] == "full_pass"),
                 it % cfg["log_every"] == 0 or it == T - 1)
 
-    def checkpoint_due(self, stop: int) -> bool:
-        """Whether a checkpoint follows the step that brought the run to ``self.iteration``."""
-        return self.iteration % self.cfg["checkpoint_every"] == 0 or self.iteration == stop
+    def checkpoint_due(self, done: int, stop: int) -> bool:
+        """Whether a checkpoint follows the step that brings the run to ``done`` iterations (of a loop to ``stop``)."""
+        return done % self.cfg["checkpoint_every"] == 0 or done == stop
 
     def train_until(self, stop: int, bar=None):
         """The loop from ``self.iteration`` to ``stop``, a checkpoint every ``checkpoint_every`` iterations and at
@@ -459,7 +459,7 @@ class Trainer:
             self.iteration = it + 1
             if bar is not None:
                 bar.update(1)
-            if self.checkpoint_due(stop):
+            if self.checkpoint_due(self.iteration, stop):
                 self._collect_step_times()  # waits for the device: times and the non-finite flag are final
                 self.check_finite(it)
                 self.wall_seconds += time.perf_counter() - wall
