@@ -23,7 +23,7 @@ from dmp.suite import Suite  # noqa: E402
 
 def costs(config_path: Path) -> pd.DataFrame:
     """One row per finished run of the config's tables: table, method, task, seed, wall seconds, s/iteration,
-    iterations, threads."""
+    iterations, threads, the CPU's model name (metrics.json ``cpu``; "not recorded" in older records)."""
     config = yaml.safe_load(config_path.read_text())
     suite = Suite(config)
     rows, expected = [], {}
@@ -41,7 +41,8 @@ def costs(config_path: Path) -> pd.DataFrame:
                 raise SystemExit(f"error: {err}") from None
             rows.append({"table": table, "method": run.method, "task": run.task, "seed": run.seed,
                          "wall_s": m["wall_seconds"], "s_per_iter": m["seconds_per_iter"],
-                         "iterations": m["iterations"], "threads": m.get("threads")})
+                         "iterations": m["iterations"], "threads": m.get("threads"),
+                         "cpu": (m.get("cpu") or {}).get("model", "not recorded")})
     out = pd.DataFrame(rows)
     out.attrs["expected"] = expected
     return out
@@ -54,7 +55,8 @@ def report(df: pd.DataFrame) -> str:
         runs=("wall_s", "size"), wall_s_per_run=("wall_s", "mean"), s_per_iter=("s_per_iter", "mean"))
     expected = df.attrs.get("expected", {})
     complete = df.groupby(["table", "seed"]).filter(lambda g: len(g) == expected.get(g["table"].iloc[0]))
-    per_table = complete.groupby(["table", "seed"]).agg(runs=("wall_s", "size"), wall_s=("wall_s", "sum"))
+    per_table = complete.groupby(["table", "seed"]).agg(runs=("wall_s", "size"), wall_s=("wall_s", "sum"),
+                                                        cpu=("cpu", lambda c: ", ".join(sorted(set(c)))))
     return "\n".join([
         "Per method (mean over its finished runs; 1 thread each):", "",
         per_method.round(3).to_markdown(), "",
