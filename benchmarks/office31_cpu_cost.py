@@ -23,7 +23,7 @@ from dmp.suite import Suite  # noqa: E402
 
 def costs(config_path: Path) -> pd.DataFrame:
     """One row per finished run of the config's tables: table, method, task, seed, wall seconds, s/iteration,
-    iterations, threads, the CPU's model name (metrics.json ``cpu``; "not recorded" in older records)."""
+    iterations, threads, the CPU's model name (metrics.json ``cpu``; "not recorded" for a record without it)."""
     config = yaml.safe_load(config_path.read_text())
     suite = Suite(config)
     rows, expected = [], {}

@@ -104,7 +104,8 @@ def read_metrics(path, expected: dict, keys) -> tuple[dict | None, str | None]:
     problem = value_problem(metrics)
     if problem:
         return None, problem
-    stacked = [p["stacked_with"] for p in metrics.get("provenance") or [] if isinstance(p, dict) and p.get("stacked_with")]
+    stacked = [p["stacked_with"] for p in metrics.get("provenance") or []
+               if isinstance(p, dict) and p.get("stacked_with")]
     if stacked and any(k and k[-1] in TIME_KEYS for k in keys):
         return None, (f"trained stacked with seeds {stacked[-1]} (dmp train --seeds): its seconds are the shared "
                       f"step's, not a single run's time")

@@ -1,5 +1,6 @@
 """The stacked run loop (dmp/train/stacked_loop.py, ``dmp train --seeds``): K seeds trained by one batched step
-end with the run folders the runs write alone (log.csv, metrics.json; within the step's tolerance, tests/test_stacked.py),
+end with the run folders the runs write alone (log.csv, metrics.json; within the step's tolerance,
+tests/test_stacked.py),
 resume from their checkpoints (a lagging one catching up alone), and a run that diverges ends alone while the others
 finish."""
 import json
@@ -17,7 +18,8 @@ SEEDS = [0, 1, 2]
 # manifold_bn off: no Linear bias feeds a BatchNorm, so every weight follows its own gradient and the stacked runs
 # stay within round-off of the runs alone over the whole run (with it, Adam moves those biases by about lr per step
 # in directions round-off picks: tests/test_stacked.py), and their predictions are the same.
-OVER = dict(method="dmp", manifold_bn=False, lr=5e-3, bottleneck_dims=[32, 16], batch_size=8, iterations=24, log_every=4, checkpoint_every=8,
+OVER = dict(method="dmp", manifold_bn=False, lr=5e-3, bottleneck_dims=[32, 16], batch_size=8, iterations=24,
+            log_every=4, checkpoint_every=8,
             intra_start=0, inter_start=0, log_accuracy_every=8, interpolation_per_class=4)
 
 
@@ -112,7 +114,8 @@ def test_the_time_table_never_reads_a_stacked_runs_seconds(tmp_path):
     (["--seeds", "0,1", "--out", "{tmp}/x"], "put {seed} in it"),
     (["--seeds", "0,0", "--out", "{tmp}/s{seed}"], "a seed given twice"),
     (["--seeds", "0,1", "--out", "{tmp}/s{seed}", "seed=3"], "'seed' and --seeds"),
-    (["--seeds", "0,1", "--out", "{tmp}/s{seed}", "method=dann", "dataset=office31", "source=A", "target=W"], "not stackable"),
+    (["--seeds", "0,1", "--out", "{tmp}/s{seed}", "method=dann", "dataset=office31", "source=A", "target=W"],
+     "not stackable"),
 ])
 def test_train_seeds_bad_input_is_one_line(tmp_path, capsys, argv, says):
     from dmp.cli import main

@@ -56,7 +56,7 @@ def train_stacked(user_cfg: dict, seeds, out_pattern: str, task=None, progress: 
         raise ConfigError(f"--out {out_pattern!r}: several seeds need a folder each; put {{seed}} in it "
                           f"(e.g. results/runs/mine/seed{{seed}})")
     if len(set(seeds)) != len(seeds):
-        raise ConfigError(f"--seeds {' '.join(map(str, seeds))}: a seed given twice")
+        raise ConfigError(f"--seeds {','.join(map(str, seeds))}: a seed given twice")
     if "seed" in user_cfg:
         raise ConfigError("config key 'seed' and --seeds both given: use one")
     cfgs = [resolve({**user_cfg, "seed": s}) for s in seeds]
